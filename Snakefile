@@ -1,0 +1,24 @@
+# knee: one config file -> a paired, audited speculative-decoding experiment on vLLM.
+from snakemake.utils import min_version
+
+min_version("9.11")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/engine.smk"
+include: "workflow/rules/session.smk"
+include: "workflow/rules/compare.smk"
+include: "workflow/rules/readme.smk"
+
+
+onerror:
+    shell("knee cleanup --root {R}")
+
+
+rule all:
+    default_target: True
+    input:
+        f"{R}/README.md",

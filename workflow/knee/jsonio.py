@@ -1,0 +1,87 @@
+"""Every JSON file knee writes: stamped with its schema, validated, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
+SCHEMA_VERSION = 1
+
+
+class KneeError(Exception):
+    """A failure with a message meant for the user: it names the file, field and value."""
+
+
+@cache
+def load_schema(kind: str) -> dict:
+    path = SCHEMA_DIR / f"{kind}.schema.yaml"
+    if not path.is_file():
+        raise KneeError(f"no schema named {kind!r} in {SCHEMA_DIR}")
+    return yaml.safe_load(path.read_text())
+
+
+def where(error: jsonschema.ValidationError) -> str:
+    parts = ""
+    for p in error.absolute_path:
+        parts += f"[{p}]" if isinstance(p, int) else (f".{p}" if parts else str(p))
+    return parts or "(top level)"
+
+
+def check(kind: str, data: Any, source: str) -> None:
+    """Validate data against a schema; raise KneeError naming source, key path and reason."""
+    schema = load_schema(kind)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"{source}: {where(e)}: {e.message}" for e in errors[:20]]
+        raise KneeError("invalid " + kind + ":\n  " + "\n  ".join(lines))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def write(path: Path, kind: str, payload: dict) -> dict:
+    """Stamp payload with schema + schema_version, validate it, and write it atomically."""
+    data = {"schema": f"knee/{kind}", "schema_version": SCHEMA_VERSION, **payload}
+    check(kind, data, str(path))
+    atomic_write_text(Path(path), dumps(data))
+    return data
+
+
+def read(path: Path, kind: str | None = None) -> dict:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise KneeError(f"{path}: missing") from None
+    except json.JSONDecodeError as e:
+        raise KneeError(f"{path}: not JSON ({e})") from None
+    if kind is not None:
+        if data.get("schema") != f"knee/{kind}":
+            raise KneeError(f"{path}: schema is {data.get('schema')!r}, expected 'knee/{kind}'")
+        check(kind, data, str(path))
+    return data

@@ -1,0 +1,84 @@
+"""Deterministic prompt sets, request profiles and their sha256 fingerprints."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+
+from knee import __version__
+from knee.jsonio import KneeError
+
+DATASET = "knee-random-words"
+DATASET_VERSION = 1
+WORDS = (
+    "the of and to in is for on with as by at from that this it be are was "
+    "server request token model batch decode prefill cache draft accept step "
+    "queue stream chunk latency throughput config schedule engine kernel expert "
+    "def return import class self if else while try except yield lambda "
+    "ls cd grep sed awk cat echo export git make docker run build push pull "
+    "name value type id list map key error status result data items count"
+).split()
+
+
+def _rng(*parts) -> random.Random:
+    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def word_prompts(seed: int, tag: str, n: int, words: int) -> list[str]:
+    """n prompts of `words` words; distinct for every (seed, tag), identical across arms."""
+    out = []
+    for i in range(n):
+        rng = _rng(seed, tag, i)
+        # a unique head keeps one point's prompts from being served by another's prefix cache
+        head = f"[{tag} #{i}]"
+        out.append(head + " " + " ".join(rng.choice(WORDS) for _ in range(words)))
+    return out
+
+
+def class_prompts(prompt_dir: Path, name: str) -> list[str]:
+    folder = Path(prompt_dir) / name
+    files = sorted(p for p in folder.glob("*.txt") if p.is_file()) if folder.is_dir() else []
+    if not files:
+        raise KneeError(f"instruments.fixture.classes: no prompt files for class {name!r} "
+                        f"(expected {folder}/*.txt)")
+    return [p.read_text() for p in files]
+
+
+def fingerprint(prompts: list[str], sampling: dict) -> str:
+    """sha256 of the exact ordered prompt set plus the sampling parameters."""
+    blob = json.dumps({"prompts": prompts, "sampling": sampling}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def sampling_params(output_tokens: int) -> dict:
+    return {"max_tokens": output_tokens, "temperature": 0.0, "top_p": 1.0,
+            "ignore_eos": True}
+
+
+def profile(*, instrument: str, point, run: int, prompts: list[str], sampling: dict,
+            concurrency: int, warmup: int, model: dict, dataset: str, seed: int) -> dict:
+    """The request profile of one point: what both arms must have sent, field by field."""
+    return {
+        "instrument": instrument,
+        "point": point,
+        "run": run,
+        "endpoint": "/v1/completions",
+        "model_name": model["name"],
+        "model_sha256": model.get("sha256"),
+        "dataset": dataset,
+        "dataset_version": DATASET_VERSION,
+        "seed": seed,
+        "requests": len(prompts),
+        "warmup_requests": warmup,
+        "concurrency": concurrency,
+        "prompt_chars": sum(len(p) for p in prompts),
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        **sampling,
+        "client": f"knee {__version__}",
+        "prompt_sha256": fingerprint(prompts, sampling),
+    }

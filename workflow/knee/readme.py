@@ -1,0 +1,79 @@
+"""The results README and comparison.md, rendered from derived files (jinja2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from knee.config import flatten
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def fmt(x) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def pctf(x) -> str:
+    return "–" if x is None else f"{x:+.2f}%"
+
+
+def headline(comparison: dict, bar: dict) -> str:
+    if comparison["verdict"] != "VALID":
+        return "comparison INVALID: the arms did not see the same requests"
+    gains = [r for r in comparison["rows"]
+             if r["instrument"] == "sweep" and r["metric"] == "throughput" and r["delta_pct"]]
+    if not gains:
+        return f"bar {bar['verdict']}"
+    best = max(gains, key=lambda r: r["delta_pct"])
+    return (f"bar {bar['verdict']}; largest throughput change {best['delta_pct']:+.1f}% "
+            f"at C{best['point']} (pair {best['pair']})")
+
+
+def caveats(comparison: dict, bar: dict) -> list[str]:
+    out = []
+    if bar.get("bar_changed"):
+        out.append("The bar was changed after measurement; the verdict is not pre-registered.")
+    if comparison["verdict"] != "VALID":
+        out.append("Validation failed; no delta is shown. See comparison.md for what differs.")
+    for p in bar.get("pairs", []):
+        for r in p["rules"]:
+            if r["verdict"] == "FAIL":
+                out.append(f"Pair {p['pair']}: {r['rule']} failed ({r.get('test')}).")
+    return out
+
+
+def render(plan: dict, comparison: dict, bar: dict, boots: list[dict]) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    tables = []
+    for inst, title in (("sweep", "Concurrency sweep"), ("fixture", "Single-stream fixture")):
+        rows = [{**r, "index": i} for i, r in enumerate(comparison["rows"])
+                if r["instrument"] == inst]
+        if rows:
+            tables.append({"title": title, "rows": rows})
+    values = {arm: flatten(plan["arms"][arm]).get(plan["variable"]) for arm in plan["arms"]}
+    order = ", ".join(s["id"] for s in plan["protocol"]["sessions"])
+    return env.get_template("README.md.j2").render(
+        plan=plan, comparison=comparison, bar=bar, boots=boots, tables=tables, order=order,
+        variable_values=values, caveats=caveats(comparison, bar), fmt=fmt, pctf=pctf,
+        headline=headline(comparison, bar))
+
+
+def comparison_markdown(comparison: dict) -> str:
+    lines = [f"# Comparison: {comparison['experiment']}", "",
+             f"Validation: **{comparison['verdict']}** — {len(comparison['fields_checked'])} "
+             f"fields checked, {len(comparison['mismatches'])} differ.", ""]
+    if comparison["mismatches"]:
+        lines += ["| where | field | control | candidate |", "|---|---|---|---|"]
+        lines += [f"| {m['where']} | {m['field']} | `{m['control']}` | `{m['candidate']}` |"
+                  for m in comparison["mismatches"]]
+        lines += ["", "No delta is rendered for an invalid comparison."]
+        return "\n".join(lines) + "\n"
+    lines += ["| instrument | point | metric | pair | control | candidate | delta |",
+              "|---|---|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['instrument']} | {r['point']} | {r['metric']} | {r['pair']} | "
+              f"{fmt(r['control'])} | {fmt(r['candidate'])} | {pctf(r['delta_pct'])} |"
+              for r in comparison["rows"]]
+    return "\n".join(lines) + "\n"

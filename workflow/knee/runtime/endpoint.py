@@ -1,0 +1,64 @@
+"""The engine's HTTP endpoint: health wait with early-death detection, metric scrapes."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from knee.jsonio import KneeError
+
+
+class EngineDied(KneeError):
+    """The engine exited while we waited for it or measured it."""
+
+
+def free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def last_lines(path: Path, n: int = 25) -> str:
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(lines[-n:])
+
+
+def wait_healthy(base_url: str, exited: Callable[[], int | None], log: Path,
+                 timeout_s: float, interval_s: float = 0.5) -> float:
+    """Poll /health until 200. Raise EngineDied at once if the engine exits, KneeError on timeout."""
+    start = time.monotonic()
+    with httpx.Client(timeout=5.0) as client:
+        while True:
+            code = exited()
+            if code is not None:
+                raise EngineDied(
+                    f"engine exited with status {code} during boot; last lines of {log}:\n"
+                    + last_lines(log)
+                )
+            try:
+                if client.get(f"{base_url}/health").status_code == 200:
+                    return time.monotonic() - start
+            except httpx.TransportError:
+                pass
+            if time.monotonic() - start > timeout_s:
+                raise KneeError(
+                    f"engine not healthy at {base_url}/health after {timeout_s:.0f} s "
+                    f"(runtime.boot_timeout_s); last lines of {log}:\n" + last_lines(log)
+                )
+            time.sleep(interval_s)
+
+
+def scrape(base_url: str, timeout_s: float = 30.0) -> str:
+    try:
+        r = httpx.get(f"{base_url}/metrics", timeout=timeout_s)
+        r.raise_for_status()
+    except httpx.HTTPError as e:
+        raise EngineDied(f"cannot scrape {base_url}/metrics: {e}") from None
+    return r.text

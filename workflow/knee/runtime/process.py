@@ -1,0 +1,142 @@
+"""The process runtime: the engine as a subprocess in its own process group."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from knee.runtime.endpoint import EngineDied, wait_healthy
+
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "AUTH", "CREDENTIAL")
+PR_SET_PDEATHSIG = 1
+
+
+def redact(env: dict[str, str]) -> dict[str, str]:
+    return {k: ("<redacted>" if any(w in k.upper() for w in SECRET_WORDS) else v)
+            for k, v in env.items()}
+
+
+def _flag_value(value) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return str(value)
+
+
+def server_argv(python: str, arm: dict, model_path: str, served_name: str,
+                host: str, port: int) -> list[str]:
+    """The engine's argv as a list: never a shell string built from config."""
+    argv = [python, "-m", "vllm.entrypoints.openai.api_server",
+            "--model", model_path, "--served-model-name", served_name,
+            "--host", host, "--port", str(port)]
+    for flag, value in sorted(arm.get("args", {}).items()):
+        if value is True:
+            argv.append(f"--{flag}")
+        elif value is not False and value is not None:
+            argv += [f"--{flag}", _flag_value(value)]
+    if arm.get("speculative_config"):
+        argv += ["--speculative-config", _flag_value(arm["speculative_config"])]
+    return argv
+
+
+def _die_with_parent() -> None:
+    """In the child: ask the kernel to SIGTERM us if the session process dies (even by SIGKILL)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+@dataclass
+class Engine:
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
+    host: str
+    port: int
+    pidfile: Path | None = None
+    proc: subprocess.Popen | None = None
+    boot_seconds: float | None = None
+    started_at: float = field(default_factory=time.time)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env}, start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        if self.pidfile:
+            self.pidfile.parent.mkdir(parents=True, exist_ok=True)
+            self.pidfile.write_text(f"{self.proc.pid}\n")
+
+    def exited(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def wait_healthy(self, timeout_s: float) -> float:
+        self.boot_seconds = wait_healthy(self.base_url, self.exited, self.log, timeout_s)
+        return self.boot_seconds
+
+    def check_alive(self, what: str) -> None:
+        code = self.exited()
+        if code is not None:
+            from knee.runtime.endpoint import last_lines
+            raise EngineDied(f"engine exited with status {code} during {what}; "
+                             f"last lines of {self.log}:\n{last_lines(self.log)}")
+
+    def stop(self, timeout_s: float = 30.0) -> dict:
+        """SIGTERM the process group, then SIGKILL after timeout_s. Idempotent."""
+        if self.proc is None:
+            return {"exit_status": None, "signal": None, "killed": False, "stop_seconds": 0.0}
+        t0 = time.monotonic()
+        already = self.proc.poll()
+        killed = False
+        if already is None:
+            kill_group(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                killed = True
+        kill_group(self.proc.pid, signal.SIGKILL)  # stragglers in the group
+        self.proc.wait()
+        if self.pidfile:
+            self.pidfile.unlink(missing_ok=True)
+        return {"exit_status": already if already is not None else self.proc.returncode,
+                "died_before_stop": already is not None, "killed": killed,
+                "stop_seconds": round(time.monotonic() - t0, 3)}
+
+
+def kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def reap_pidfiles(run_dir: Path) -> list[int]:
+    """Kill engine process groups left behind by a session that could not clean up."""
+    killed = []
+    for pidfile in sorted(Path(run_dir).glob("*.pid")):
+        try:
+            pgid = int(pidfile.read_text().strip())
+            cmdline = Path(f"/proc/{pgid}/cmdline").read_bytes()
+        except (ValueError, OSError):
+            pidfile.unlink(missing_ok=True)
+            continue
+        if b"vllm" in cmdline:
+            kill_group(pgid, signal.SIGTERM)
+            time.sleep(2)
+            kill_group(pgid, signal.SIGKILL)
+            killed.append(pgid)
+        pidfile.unlink(missing_ok=True)
+    return killed

@@ -1,0 +1,125 @@
+"""One container/engine session: boot -> (scrape, instrument, scrape) x N -> stop.
+
+The session is the unit of failure. Everything is written to a staging folder and moved into
+place only after the engine stopped cleanly, so a failed or interrupted session leaves no
+output that looks complete (its staging folder is kept under failed/ for inspection). The
+engine is stopped on success, failure, SIGTERM and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from knee import jsonio, prom, receipts
+from knee.instruments import REGISTRY
+from knee.runtime import endpoint
+from knee.runtime.process import Engine, redact, server_argv
+
+
+def _raise_on_signal(signum, _frame):
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def instrument_names(plan: dict) -> list[str]:
+    return [name for name in REGISTRY if name in plan["instruments"]]
+
+
+def session_info(plan: dict, sid: str) -> dict:
+    for s in plan["protocol"]["sessions"]:
+        if s["id"] == sid:
+            return s
+    raise jsonio.KneeError(f"plan has no session {sid!r}")
+
+
+def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -> None:
+    plan = jsonio.read(plan_path, "plan")
+    info = session_info(plan, sid)
+    arm = plan["arms"][info["arm"]]
+    rt = plan["runtime"]
+    model = dict(plan["model"])
+    model["sha256"] = jsonio.read(Path(model["path"]) / "knee-model.json")["sha256"] \
+        if model["generated"] else None
+    cache_root = Path(rt["cache_dir"]).resolve()
+    staging = root / ".staging" / sid
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "raw" / sid).mkdir(parents=True)
+    (staging / "receipts").mkdir()
+    log = root / "logs" / "engine" / f"{sid}.log"
+    if log.exists():
+        log.rename(log.with_suffix(f".{int(time.time())}.log"))
+    port = rt.get("port") or endpoint.free_port(rt["host"])
+    env = {**arm.get("env", {}), "VLLM_CACHE_ROOT": str(cache_root)}
+    argv = server_argv(python, arm, model["path"], model["name"], rt["host"], port)
+    engine = Engine(argv=argv, env=env, log=log, host=rt["host"], port=port,
+                    pidfile=root / ".run" / f"{sid}.pid")
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _raise_on_signal)
+    cache_before = receipts.compile_cache(cache_root)
+    stop, ok = None, False
+    try:
+        started = now()
+        engine.start()
+        boot_s = engine.wait_healthy(rt["boot_timeout_s"])
+        cache_after = receipts.compile_cache(cache_root)
+        jsonio.write(staging / "receipts" / f"{sid}-boot.json", "boot", {
+            "experiment": plan["name"], "session": sid, "pair": info["pair"], "arm": info["arm"],
+            "runtime": rt["kind"], "started_at": started, "boot_seconds": round(boot_s, 3),
+            "endpoint": engine.base_url, "argv": argv, "env": redact(env),
+            "server": arm, "model": model, "engine": jsonio.read(engine_info),
+            "hardware": receipts.hardware(), "config_sha256": plan["config_sha256"],
+            "bar_sha256": plan["bar_sha256"],
+            "compile_cache": {**cache_before, "keys_after": cache_after["keys"],
+                              "new_keys": sorted(set(cache_after["keys"]) -
+                                                 set(cache_before["keys"]))},
+        })
+        speculation = bool(arm.get("speculative_config"))
+        for name in instrument_names(plan):
+            measure(engine, plan, name, sid, staging / "raw" / sid, model, speculation)
+        ok = True
+    finally:
+        stop = engine.stop(rt["stop_timeout_s"])
+        jsonio.write(staging / "receipts" / f"{sid}-stop.json", "stop", {
+            "experiment": plan["name"], "session": sid, "stopped_at": now(),
+            "completed": ok, "log": str(log), **stop})
+        if not ok:
+            failed = root / "failed" / f"{sid}-{int(time.time())}"
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging, failed)
+            print(f"session {sid} failed; partial data kept in {failed}", file=sys.stderr)
+    publish(staging, root)
+
+
+def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict,
+            speculation: bool) -> None:
+    cfg = plan["instruments"][name]
+    timeout = plan["instruments"]["request_timeout_s"]
+    before = endpoint.scrape(engine.base_url)
+    result = REGISTRY[name](engine, cfg, plan["instruments"]["seed"], model, timeout)
+    after = endpoint.scrape(engine.base_url)
+    engine.check_alive(f"{name} window")
+    jsonio.atomic_write_text(out / f"{name}.prom.before", before)
+    jsonio.atomic_write_text(out / f"{name}.prom.after", after)
+    requests = sum(len(p["records"]) for p in result["points"])
+    requests += len((result.get("warmup") or {}).get("records", []))
+    jsonio.write(out / f"{name}.json", "raw", {"session": sid, **result})
+    deltas = prom.window_deltas(before, after, f"{sid}/{name}", requests, speculation)
+    jsonio.write(out / f"{name}.metrics.json", "metrics", {"session": sid, **deltas})
+
+
+def publish(staging: Path, root: Path) -> None:
+    """Move a finished session's files into place (file by file, each an atomic rename)."""
+    for src in sorted(p for p in staging.rglob("*") if p.is_file()):
+        dst = root / src.relative_to(staging)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(src, dst)
+    shutil.rmtree(staging, ignore_errors=True)

