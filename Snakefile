@@ -3,8 +3,8 @@ from snakemake.utils import min_version
 
 min_version("9.11")
 
-
-configfile: "config/config.yaml"
+# The default config is config/config.yaml. A --configfile replaces it whole (no key of the
+# default leaks into another experiment); see load_config() in workflow/rules/common.smk.
 
 
 include: "workflow/rules/common.smk"

@@ -19,7 +19,7 @@ def judge_rule(row: dict | None, rule: dict) -> dict:
     d = row["delta_pct"]
     if "within_pct" in rule:
         ok = abs(d) <= rule["within_pct"]
-        test = f"|{d:+.2f}%| <= {rule['within_pct']}%"
+        test = f"abs({d:+.2f}%) <= {rule['within_pct']}%"
     else:
         ok = d >= rule["min_gain_pct"]
         test = f"{d:+.2f}% >= +{rule['min_gain_pct']}%"

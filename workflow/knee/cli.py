@@ -38,7 +38,8 @@ def cmd_plan(a) -> int:
 
 def cmd_engine_info(a) -> int:
     code = ("import importlib.metadata as m, json, sys\n"
-            "def v(n):\n    try: return m.version(n)\n    except m.PackageNotFoundError: return None\n"
+            "def v(n):\n    try: return m.version(n)\n"
+            "    except m.PackageNotFoundError: return None\n"
             f"print(json.dumps({{'python': sys.version.split()[0], "
             f"'packages': {{n: v(n) for n in {PACKAGES!r}}}}}))")
     r = subprocess.run([a.python, "-c", code], capture_output=True, text=True, check=False)
@@ -54,7 +55,7 @@ def cmd_engine_info(a) -> int:
 def cmd_session(a) -> int:
     from knee import session
 
-    session.run(a.plan, a.id, a.root, a.python, a.engine_info)
+    session.run(a.plan, a.id, a.plan.parent, a.python, a.engine_info)
     return 0
 
 
@@ -75,7 +76,7 @@ def cmd_compare(a) -> int:
     from knee import compare, readme
 
     plan = jsonio.read(a.plan, "plan")
-    result = compare.compare(plan, _sessions(plan, a.root))
+    result = compare.compare(plan, _sessions(plan, a.plan.parent))
     md = readme.comparison_markdown(result)
     if result["verdict"] != "VALID":
         print(md, file=sys.stderr)
@@ -92,7 +93,8 @@ def cmd_bar(a) -> int:
 
     plan = jsonio.read(a.plan, "plan")
     comparison = jsonio.read(a.comparison, "comparison")
-    measured = {jsonio.read(a.root / "receipts" / f"{s['id']}-boot.json", "boot")["bar_sha256"]
+    receipts = a.plan.parent / "receipts"
+    measured = {jsonio.read(receipts / f"{s['id']}-boot.json", "boot")["bar_sha256"]
                 for s in plan["protocol"]["sessions"]}
     verdict = bar.judge(comparison, plan["bar"], plan["protocol"]["pairs"], plan["bar_sha256"],
                         measured)
@@ -113,7 +115,7 @@ def cmd_readme(a) -> int:
     from knee import readme
 
     plan = jsonio.read(a.plan, "plan")
-    boots = [jsonio.read(a.root / "receipts" / f"{s['id']}-boot.json", "boot")
+    boots = [jsonio.read(a.plan.parent / "receipts" / f"{s['id']}-boot.json", "boot")
              for s in plan["protocol"]["sessions"]]
     text = readme.render(plan, jsonio.read(a.comparison, "comparison"),
                          jsonio.read(a.bar, "bar"), boots)
@@ -146,13 +148,14 @@ def parser() -> argparse.ArgumentParser:
     add("plan", cmd_plan, ("--config", req), ("--out", req))
     add("engine-info", cmd_engine_info, ("--python", {"required": True}), ("--out", req))
     add("session", cmd_session, ("--plan", req), ("--id", {"required": True}),
-        ("--root", req), ("--python", {"required": True}), ("--engine-info", req))
-    add("compare", cmd_compare, ("--plan", req), ("--root", req), ("--out-json", req),
+        ("--python", {"required": True}),
+        ("--engine-info", {"type": P, "nargs": "?"}))
+    add("compare", cmd_compare, ("--plan", req), ("--out-json", req),
         ("--out-md", req))
-    add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--root", req), ("--out", req))
+    add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--out", req))
     add("figures", cmd_figures, ("--comparison", req), ("--out-png", req), ("--out-svg", req))
     add("readme", cmd_readme, ("--plan", req), ("--comparison", req), ("--bar", req),
-        ("--root", req), ("--out", req))
+        ("--out", req))
     add("cleanup", cmd_cleanup, ("--root", req))
     return ap
 

@@ -7,7 +7,7 @@ engine version matches, and the resolved servers differ only in the declared var
 from __future__ import annotations
 
 from knee.config import differences
-from knee.stats import pct, decode_rate, point_summary
+from knee.stats import decode_rate, pct, point_summary
 
 METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
 

@@ -17,7 +17,8 @@ ARMS = ("control", "candidate")
 
 
 def sha256_of(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _fill_defaults(schema: dict, data: Any, root: dict) -> None:
@@ -47,14 +48,18 @@ def validate(config: dict, source: str = "config") -> dict:
     return data
 
 
-def load(path: Path) -> dict:
+def load_raw(path: Path | str) -> dict:
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as e:
         raise KneeError(f"{path}: cannot read config: {e}") from None
     if not isinstance(raw, dict):
         raise KneeError(f"{path}: a config is a mapping, got {type(raw).__name__}")
-    return validate(raw, str(path))
+    return raw
+
+
+def load(path: Path | str) -> dict:
+    return validate(load_raw(path), str(path))
 
 
 def deep_merge(base: Any, over: Any) -> Any:
@@ -119,7 +124,8 @@ def sessions(pairs: int, order: list[str]) -> list[dict]:
 def model_ref(config: dict) -> dict:
     m = config["model"]
     if "path" in m:
-        return {"path": m["path"], "name": m.get("name") or Path(m["path"]).name, "generated": False}
+        name = m.get("name") or Path(m["path"]).name
+        return {"path": m["path"], "name": name, "generated": False}
     g = m["generate"]
     name = f"tiny-llama-s{g['seed']}-l{g['layers']}-h{g['hidden']}"
     return {"path": f"resources/models/{name}", "name": m.get("name") or name, "generated": True}
@@ -153,3 +159,26 @@ def model_args(config: dict) -> str:
              "heads": g.get("heads"), "vocab-size": g.get("vocab_size"),
              "max-len": g.get("max_len")}
     return " ".join(f"--{k} {int(v)}" for k, v in flags.items() if v is not None)
+
+
+def describe(plan: dict) -> str:
+    """A short human summary of a plan (shown by every invocation, dry runs included)."""
+    values = {arm: flatten(plan["arms"][arm]).get(plan["variable"]) for arm in ARMS}
+    sweep = plan["instruments"]["sweep"]
+    fixture = plan["instruments"].get("fixture")
+    rules = "; ".join(
+        f"{r['name']}: {r['instrument']} {r['metric']} @ {r['point']} "
+        + (f"within ±{r['within_pct']}%" if "within_pct" in r else f">= +{r['min_gain_pct']}%")
+        for r in plan["bar"]["rules"])
+    lines = [
+        f"knee plan: experiment {plan['name']} ({plan['runtime']['kind']} runtime, "
+        f"model {plan['model']['name']})",
+        f"  variable {plan['variable']}: control={values['control']!r} "
+        f"candidate={values['candidate']!r}",
+        "  sessions: " + " -> ".join(s["id"] for s in plan["protocol"]["sessions"]),
+        f"  sweep: concurrency {sweep['concurrency']} x {sweep['runs']} runs"
+        + (f"; fixture: {fixture['classes']} x {fixture['requests']}" if fixture else ""),
+        f"  bar ({plan['bar'].get('pairs', 'all')} pairs, sha256 {plan['bar_sha256'][:12]}): "
+        + rules,
+    ]
+    return "\n".join(lines)

@@ -13,7 +13,7 @@ import shutil
 import signal
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from knee import jsonio, prom, receipts
@@ -27,7 +27,7 @@ def _raise_on_signal(signum, _frame):
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def instrument_names(plan: dict) -> list[str]:
@@ -44,11 +44,16 @@ def session_info(plan: dict, sid: str) -> dict:
 def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -> None:
     plan = jsonio.read(plan_path, "plan")
     info = session_info(plan, sid)
+    if plan["runtime"]["kind"] != "process":
+        raise jsonio.KneeError(
+            f"runtime.kind: {plan['runtime']['kind']!r} sessions are not available in this "
+            "version; only 'process' can boot (the plan and dry run work for every runtime)")
     arm = plan["arms"][info["arm"]]
     rt = plan["runtime"]
     model = dict(plan["model"])
     model["sha256"] = jsonio.read(Path(model["path"]) / "knee-model.json")["sha256"] \
         if model["generated"] else None
+    refuse_overwrite(root, sid)
     cache_root = Path(rt["cache_dir"]).resolve()
     staging = root / ".staging" / sid
     shutil.rmtree(staging, ignore_errors=True)
@@ -97,6 +102,18 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
             os.replace(staging, failed)
             print(f"session {sid} failed; partial data kept in {failed}", file=sys.stderr)
     publish(staging, root)
+
+
+def refuse_overwrite(root: Path, sid: str) -> None:
+    """A measurement is never overwritten, whatever asked for it (root ignores file modes)."""
+    done = [p for p in (root / "receipts" / f"{sid}-boot.json", root / "raw" / sid)
+            if p.exists() and (p.is_file() or any(p.iterdir()))]
+    if done:
+        raise jsonio.KneeError(
+            f"session {sid} is already measured ({', '.join(map(str, done))}); knee never "
+            "overwrites a measurement. Something the session depends on changed since it ran "
+            "(its config section or the rule's code): to measure again use a new experiment "
+            f"name, or move {root} away.")
 
 
 def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict,

@@ -1,20 +1,39 @@
 import json
+import os
+import sys
 
 from knee import config as knee_config
 from knee.jsonio import KneeError
 from knee.session import instrument_names
+from snakemake.logging import logger
+
+DEFAULT_CONFIG = "config/config.yaml"
 
 
-try:
-    config.update(knee_config.validate(config, "config"))
-    PLAN = knee_config.make_plan(config, "config")
-except KneeError as e:
-    raise WorkflowError(str(e)) from None
+def load_config():
+    """Validate the config (after the default, if no --configfile was given) and plan it."""
+    files = [str(f) for f in workflow.overwrite_configfiles]
+    source = ", ".join(files) if files else DEFAULT_CONFIG
+    given = dict(config)
+    if not files:
+        config.clear()
+        config.update(knee_config.deep_merge(knee_config.load_raw(DEFAULT_CONFIG), given))
+    try:
+        config.update(knee_config.validate(config, source))
+        return knee_config.make_plan(config, source)
+    except KneeError as e:
+        raise WorkflowError(str(e)) from None
+
+
+PLAN = load_config()
+logger.info(knee_config.describe(PLAN))
 
 
 R = f"results/{config['name']}"
 SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
 INSTRUMENTS = instrument_names(PLAN)
+# Jobs run `knee` from the environment Snakemake runs in, activated or not.
+os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), os.getenv("PATH", "")]))
 ENGINE_VENV = "resources/engine-venv"
 ENGINE_PYTHON = f"{ENGINE_VENV}/bin/python"
 MODEL = PLAN["model"]
@@ -27,6 +46,16 @@ wildcard_constraints:
 def get_model_input(wildcards):
     """The generated model is a workflow output; a given model path is used as it is."""
     return [MODEL["path"]] if MODEL["generated"] else []
+
+
+def get_engine_input(wildcards):
+    """The process runtime runs the embedded engine environment; docker brings its own."""
+    return rules.engine_env.output if PLAN["runtime"]["kind"] == "process" else []
+
+
+def get_venv(wildcards, output):
+    """The engine environment's folder, from the file the rule writes into it."""
+    return os.path.dirname(output[0])
 
 
 def get_previous_stop(wildcards):

@@ -8,11 +8,11 @@ rule compare:
         md=f"{R}/comparison/comparison.md",
     log:
         f"{R}/logs/compare.log",
-    params:
-        root=R,
     localrule: True
+    conda:
+        "../../envs/workflow.yaml"
     shell:
-        "knee compare --plan {input.plan} --root {params.root}"
+        "knee compare --plan {input.plan}"
         " --out-json {output.json} --out-md {output.md} > {log} 2>&1"
 
 
@@ -26,9 +26,9 @@ rule bar:
         f"{R}/comparison/bar.json",
     log:
         f"{R}/logs/bar.log",
-    params:
-        root=R,
     localrule: True
+    conda:
+        "../../envs/workflow.yaml"
     shell:
-        "knee bar --plan {input.plan} --comparison {input.comparison} --root {params.root}"
+        "knee bar --plan {input.plan} --comparison {input.comparison}"
         " --out {output} > {log} 2>&1"

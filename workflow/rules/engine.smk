@@ -6,8 +6,10 @@ rule engine_env:
         f"{ENGINE_VENV}/knee-engine.json",
     log:
         "logs/engine_env.log",
+    conda:
+        "../../envs/workflow.yaml"
     params:
-        venv=ENGINE_VENV,
+        venv=get_venv,
     shell:
         "(bash workflow/scripts/engine-env.sh {input} {params.venv}"
         " && knee engine-info --python {params.venv}/bin/python --out {output}) > {log} 2>&1"
@@ -21,6 +23,8 @@ rule tiny_model:
         directory(MODEL["path"]),
     log:
         "logs/tiny_model.log",
+    conda:
+        "../../envs/workflow.yaml"
     params:
         python=ENGINE_PYTHON,
         args=lambda wildcards: knee_config.model_args(config),
@@ -35,9 +39,11 @@ rule plan:
         f"{R}/plan.json",
     log:
         f"{R}/logs/plan.log",
+    localrule: True
+    conda:
+        "../../envs/workflow.yaml"
     params:
         plan=json.dumps(PLAN, sort_keys=True),
-    localrule: True
     run:
         from knee import jsonio
 

@@ -12,6 +12,8 @@ rule figure_throughput:
     log:
         f"{R}/logs/figure_throughput.log",
     localrule: True
+    conda:
+        "../../envs/workflow.yaml"
     shell:
         "knee figures --comparison {input} --out-png {output.png} --out-svg {output.svg}"
         " > {log} 2>&1"
@@ -29,9 +31,9 @@ rule readme:
         f"{R}/README.md",
     log:
         f"{R}/logs/readme.log",
-    params:
-        root=R,
     localrule: True
+    conda:
+        "../../envs/workflow.yaml"
     shell:
         "knee readme --plan {input.plan} --comparison {input.comparison} --bar {input.bar}"
-        " --root {params.root} --out {output} > {log} 2>&1"
+        " --out {output} > {log} 2>&1"

@@ -32,7 +32,7 @@ def last_lines(path: Path, n: int = 25) -> str:
 
 def wait_healthy(base_url: str, exited: Callable[[], int | None], log: Path,
                  timeout_s: float, interval_s: float = 0.5) -> float:
-    """Poll /health until 200. Raise EngineDied at once if the engine exits, KneeError on timeout."""
+    """Poll /health until 200: EngineDied at once if the engine exits, KneeError on timeout."""
     start = time.monotonic()
     with httpx.Client(timeout=5.0) as client:
         while True:

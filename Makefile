@@ -1,0 +1,26 @@
+# The two commands of the quick start: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CONFIG ?= config/config.yaml
+
+.PHONY: run test lint venv clean-venv
+
+venv: $(BIN)/knee
+
+$(BIN)/knee: envs/workflow.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check -q -r envs/workflow.txt
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
+	touch $@
+
+run: venv
+	$(BIN)/snakemake --cores all --configfile $(CONFIG)
+
+test: venv
+	$(BIN)/pytest -ra
+
+lint: venv
+	$(BIN)/ruff check workflow tests bench
+	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakemake --lint

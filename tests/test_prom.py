@@ -1,0 +1,52 @@
+"""Scrape analysis on real scrapes of the embedded engine (ngram, k=5)."""
+
+import pytest
+from knee import prom
+from knee.jsonio import KneeError
+
+from tests.conftest import ROOT
+
+DATA = ROOT / "tests" / "data"
+BEFORE = (DATA / "ngram-k5.prom.before").read_text()
+AFTER = (DATA / "ngram-k5.prom.after").read_text()
+
+
+def test_deltas_follow_the_seed_definitions():
+    d = prom.window_deltas(BEFORE, AFTER, "w", requests=10, speculation=True)
+    drafts, draft_tokens = d["spec_decode_num_drafts"], d["spec_decode_num_draft_tokens"]
+    accepted = d["spec_decode_num_accepted_tokens"]
+    assert drafts > 0 and draft_tokens > 0
+    assert d["acceptance_rate"] == accepted / draft_tokens
+    assert d["mean_acceptance_length"] == 1 + accepted / drafts
+    per_pos = d["spec_decode_num_accepted_tokens_per_pos"]
+    assert len(per_pos) == 5 and sum(per_pos) == accepted
+    assert d["per_position_rate"] == [x / drafts for x in per_pos]
+
+
+def test_created_samples_are_ignored():
+    samples = prom.parse(AFTER)
+    assert not any(name.endswith("_created") for name in samples)
+    assert prom.DRAFTS in samples
+
+
+def test_a_scrape_pair_that_brackets_no_traffic_is_an_error():
+    with pytest.raises(KneeError, match="did not move over a window of 10 requests"):
+        prom.window_deltas(AFTER, AFTER, "1-control/sweep", requests=10, speculation=True)
+
+
+def test_a_counter_reset_is_an_error():
+    with pytest.raises(KneeError, match="went down.*restarted"):
+        prom.window_deltas(AFTER, BEFORE, "1-control/sweep", requests=10, speculation=True)
+
+
+def test_missing_spec_series_is_an_error_when_speculation_is_on():
+    stripped = "\n".join(line for line in AFTER.splitlines() if "spec_decode" not in line)
+    with pytest.raises(KneeError, match="spec_decode_num_drafts_total missing"):
+        prom.window_deltas(BEFORE, stripped + "\n", "w", requests=10, speculation=True)
+
+
+def test_seed_k4_probe_numbers():
+    s = prom.spec_summary({"spec_decode_num_drafts": 3478, "spec_decode_num_draft_tokens": 13912,
+                           "spec_decode_num_accepted_tokens": 5738})
+    assert round(s["acceptance_rate"] * 100, 2) == 41.24
+    assert round(s["mean_acceptance_length"] - 1 + 1, 4) == 2.6498

@@ -1,0 +1,134 @@
+"""The workflow end to end against the real embedded engine (vLLM on CPU), and its faults."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from knee import jsonio
+
+from tests.conftest import ROOT
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2"]
+
+
+def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> Path:
+    cfg = default_config
+    cfg["name"] = f"{name}-{uuid.uuid4().hex[:6]}"
+    cfg["protocol"]["pairs"] = 1
+    cfg["instruments"]["sweep"].update(
+        {"concurrency": [1, 4], "runs": 1, "output_tokens": 32, "warmup_requests": 1, **sweep})
+    cfg["instruments"]["fixture"].update({"classes": ["shell", "tool_json"], "requests": 1,
+                                          "output_tokens": 32})
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def engine_processes(results: Path) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", "vllm.entrypoints"], capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines() if "pgrep" not in line]
+
+
+@pytest.fixture
+def results_dir():
+    made = []
+    yield made
+    for path in made:
+        subprocess.run(["chmod", "-R", "u+w", str(path)], check=False)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_gpu_config_dry_run_validates_and_plans():
+    r = subprocess.run([*SNAKEMAKE, "-n", "--configfile", "config/ksched.yaml"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout + r.stderr
+    assert "ksched-dsv41" in out and out.count("rule session") == 4
+    assert "speculative_config.num_speculative_tokens_per_batch_size" in out
+
+
+def test_bad_config_fails_in_seconds_naming_the_key(tmp_path, default_config):
+    default_config["instruments"]["sweep"]["concurrency"] = [0, 2]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(default_config))
+    t0 = time.monotonic()
+    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode != 0
+    assert "instruments.sweep.concurrency[0]: 0 is less than the minimum of 1" in r.stderr
+    assert time.monotonic() - t0 < 60
+    assert not engine_processes(ROOT)
+
+
+@pytest.mark.engine
+def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir):
+    path = reduced_config(tmp_path, default_config, "it-e2e")
+    name = yaml.safe_load(path.read_text())["name"]
+    root = ROOT / "results" / name
+    results_dir.append(root)
+    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert not engine_processes(ROOT)
+    readme = (root / "README.md").read_text()
+    assert "Verdict of the pre-registered bar" in readme
+    comparison = jsonio.read(root / "comparison" / "comparison.json", "comparison")
+    assert comparison["verdict"] == "VALID"
+    assert {(r["instrument"], r["point"]) for r in comparison["rows"]} >= {
+        ("sweep", 1), ("sweep", 4), ("fixture", "shell"), ("fixture", "tool_json")}
+    boot = jsonio.read(root / "receipts" / "1-candidate-boot.json", "boot")
+    assert boot["endpoint"].startswith("http://127.0.0.1:")
+    assert boot["argv"][1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert boot["compile_cache"]["existed"] in (True, False) and boot["boot_seconds"] > 0
+    metrics = jsonio.read(root / "raw" / "1-candidate" / "sweep.metrics.json", "metrics")
+    assert metrics["spec_decode_num_drafts"] > 0 and 0 < metrics["acceptance_rate"] <= 1
+    raw = root / "raw" / "1-control" / "sweep.json"
+    assert not os.access(raw, os.W_OK) or os.geteuid() == 0  # protected (root may still write)
+    assert (raw.stat().st_mode & 0o222) == 0
+    png = root / "figures" / "throughput.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.engine
+def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, results_dir):
+    path = reduced_config(tmp_path, default_config, "it-fault", concurrency=[1, 2, 4, 8],
+                          runs=2, output_tokens=64)
+    name = yaml.safe_load(path.read_text())["name"]
+    root = ROOT / "results" / name
+    results_dir.append(root)
+    proc = subprocess.Popen([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pidfile = root / ".run" / "1-candidate.pid"
+    log = root / "logs" / "engine" / "1-candidate.log"
+    deadline = time.monotonic() + 1200
+    while time.monotonic() < deadline and proc.poll() is None:
+        if pidfile.exists() and log.exists() and "POST /v1/completions" in log.read_text():
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the workflow ended before the candidate's sweep started"
+    control_mtime = (root / "raw" / "1-control" / "sweep.json").stat().st_mtime
+    os.killpg(int(pidfile.read_text()), signal.SIGKILL)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode != 0
+    session_log = (root / "logs" / "session" / "1-candidate.log").read_text()
+    assert "engine exited with status" in session_log and "during" in session_log
+    assert not engine_processes(ROOT)
+    assert not (root / "receipts" / "1-candidate-boot.json").exists()
+    assert not (root / "raw" / "1-candidate" / "sweep.json").exists()
+    assert list((root / "failed").glob("1-candidate-*"))
+
+    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "1-control" not in "".join(
+        line for line in r.stderr.splitlines() if "wildcards: sid=" in line)
+    assert (root / "raw" / "1-control" / "sweep.json").stat().st_mtime == control_mtime
+    assert (root / "README.md").exists()
+    assert not engine_processes(ROOT)
