@@ -10,3 +10,16 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def default_config():
     return copy.deepcopy(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
+
+
+@pytest.fixture(scope="session")
+def engine_python():
+    """The embedded engine's environment, built by the workflow's own rule if missing."""
+    import subprocess
+    import sys
+
+    target = "resources/engine-venv/knee-engine.json"
+    r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", target], cwd=ROOT,
+                       capture_output=True, text=True, timeout=3600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return str(ROOT / "resources" / "engine-venv" / "bin" / "python")

@@ -68,7 +68,7 @@ def test_bad_config_fails_in_seconds_naming_the_key(tmp_path, default_config):
 
 
 @pytest.mark.engine
-def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir):
+def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, engine_python):
     path = reduced_config(tmp_path, default_config, "it-e2e")
     name = yaml.safe_load(path.read_text())["name"]
     root = ROOT / "results" / name
@@ -97,7 +97,8 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir):
 
 
 @pytest.mark.engine
-def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, results_dir):
+def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, results_dir,
+                                                  engine_python):
     path = reduced_config(tmp_path, default_config, "it-fault", concurrency=[1, 2, 4, 8],
                           runs=2, output_tokens=64)
     name = yaml.safe_load(path.read_text())["name"]
@@ -132,3 +133,30 @@ def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, res
     assert (root / "raw" / "1-control" / "sweep.json").stat().st_mtime == control_mtime
     assert (root / "README.md").exists()
     assert not engine_processes(ROOT)
+
+
+@pytest.mark.engine
+def test_ctrl_c_during_a_session_stops_the_engine(tmp_path, default_config, results_dir,
+                                                  engine_python):
+    path = reduced_config(tmp_path, default_config, "it-sigint")
+    root = ROOT / "results" / yaml.safe_load(path.read_text())["name"]
+    results_dir.append(root)
+    # a terminal's Ctrl-C: SIGINT to the whole foreground process group
+    proc = subprocess.Popen([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    pidfile = root / ".run" / "1-control.pid"
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline and proc.poll() is None and not pidfile.exists():
+        time.sleep(0.2)
+    assert pidfile.exists(), "the engine never started"
+    engine_pid = int(pidfile.read_text())
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=300)
+    assert proc.returncode != 0
+    time.sleep(2)
+    assert not Path(f"/proc/{engine_pid}").exists()
+    assert not engine_processes(ROOT)
+    assert not (root / "receipts" / "1-control-boot.json").exists()
+    assert not (root / "receipts" / "1-control-stop.json").exists()

@@ -26,7 +26,7 @@ def headline(comparison: dict, bar: dict) -> str:
              if r["instrument"] == "sweep" and r["metric"] == "throughput" and r["delta_pct"]]
     if not gains:
         return f"bar {bar['verdict']}"
-    best = max(gains, key=lambda r: r["delta_pct"])
+    best = max(gains, key=lambda r: abs(r["delta_pct"]))
     return (f"bar {bar['verdict']}; largest throughput change {best['delta_pct']:+.1f}% "
             f"at C{best['point']} (pair {best['pair']})")
 

@@ -1,7 +1,8 @@
 rule figure_throughput:
     """Output throughput per concurrency point, both arms."""
     input:
-        rules.compare.output.json,
+        comparison=rules.compare.output.json,
+        code="workflow/knee/figures.py",
     output:
         png=report(
             f"{R}/figures/throughput.png",
@@ -15,7 +16,7 @@ rule figure_throughput:
     conda:
         "../../envs/workflow.yaml"
     shell:
-        "knee figures --comparison {input} --out-png {output.png} --out-svg {output.svg}"
+        "knee figures --comparison {input.comparison} --out-png {output.png} --out-svg {output.svg}"
         " > {log} 2>&1"
 
 
@@ -27,6 +28,7 @@ rule readme:
         bar=rules.bar.output,
         figure=rules.figure_throughput.output.png,
         boots=get_all_sessions("boot"),
+        template="workflow/knee/templates/README.md.j2",
     output:
         f"{R}/README.md",
     log:
