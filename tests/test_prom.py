@@ -49,4 +49,14 @@ def test_seed_k4_probe_numbers():
     s = prom.spec_summary({"spec_decode_num_drafts": 3478, "spec_decode_num_draft_tokens": 13912,
                            "spec_decode_num_accepted_tokens": 5738})
     assert round(s["acceptance_rate"] * 100, 2) == 41.24
-    assert round(s["mean_acceptance_length"] - 1 + 1, 4) == 2.6498
+    assert round(s["mean_acceptance_length"], 4) == 2.6498  # accepted tokens per verify step
+
+
+def test_seed_k7_window_per_position_rates():
+    per_pos = [44225, 29747, 19984, 13513, 9086, 6095, 3840]
+    s = prom.spec_summary({"spec_decode_num_drafts": 60944,
+                           "spec_decode_num_draft_tokens": 426608,
+                           "spec_decode_num_accepted_tokens": 126490,
+                           "spec_decode_num_accepted_tokens_per_pos": per_pos})
+    assert [round(r * 100, 2) for r in s["per_position_rate"]] == [
+        72.57, 48.81, 32.79, 22.17, 14.91, 10.00, 6.30]
