@@ -10,6 +10,7 @@ min_version("9.11")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/engine.smk"
 include: "workflow/rules/session.smk"
+include: "workflow/rules/metrics.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/readme.smk"
 

@@ -41,7 +41,7 @@ def test_a_counter_reset_is_an_error():
 
 def test_missing_spec_series_is_an_error_when_speculation_is_on():
     stripped = "\n".join(line for line in AFTER.splitlines() if "spec_decode" not in line)
-    with pytest.raises(KneeError, match="spec_decode_num_drafts_total missing"):
+    with pytest.raises(KneeError, match="speculation is on but vllm:spec_decode_num_drafts_total"):
         prom.window_deltas(BEFORE, stripped + "\n", "w", requests=10, speculation=True)
 
 
@@ -60,3 +60,49 @@ def test_seed_k7_window_per_position_rates():
                            "spec_decode_num_accepted_tokens_per_pos": per_pos})
     assert [round(r * 100, 2) for r in s["per_position_rate"]] == [
         72.57, 48.81, 32.79, 22.17, 14.91, 10.00, 6.30]
+
+
+def test_seed_ceiling_and_modelled_rate():
+    d = {"spec_decode_num_accepted_tokens_per_pos": [1, 1, 1, 1], "tokens_per_step": 2.6498}
+    c = prom.ceiling(d, 0.02338)
+    assert 213.8 <= c["ceiling_decode_rate"] < 213.9  # (4 + 1) / 23.38 ms: the seed's 213.8
+    assert round(c["modelled_decode_rate"], 1) == 113.3
+    assert "inter_token_latency" in c["step_time_source"]
+
+
+def test_knee_is_first_position_under_threshold():
+    d = {"spec_decode_num_drafts": 3478, "spec_decode_num_draft_tokens": 13912,
+         "spec_decode_num_accepted_tokens": 5738,
+         "spec_decode_num_accepted_tokens_per_pos": [2508, 1607, 1033, 591]}
+    assert prom.spec_summary(d)["knee_position"] == 4  # 0.721, 0.462, 0.297, 0.170
+    assert prom.spec_summary(d, knee_threshold=0.3)["knee_position"] == 3
+    assert prom.spec_summary(d, knee_threshold=0.1)["knee_position"] is None
+
+
+def test_client_server_token_disagreement_is_flagged_with_both_numbers():
+    d = prom.window_deltas(BEFORE, AFTER, "w", requests=10, speculation=True, client_tokens=7)
+    assert d["flags"] == [f"server generation tokens {d['generation_tokens']:g} != "
+                          "client-counted output tokens 7"]
+    ok = prom.window_deltas(BEFORE, AFTER, "w", requests=10, speculation=True,
+                            client_tokens=int(d["generation_tokens"]))
+    assert ok["flags"] == []
+
+
+def test_window_without_requests_is_an_error():
+    with pytest.raises(KneeError, match="brackets no requests"):
+        prom.window_deltas(BEFORE, AFTER, "w", requests=0, speculation=True)
+
+
+def test_server_histograms_are_summarised_per_window():
+    d = prom.window_deltas(BEFORE, AFTER, "w", requests=10, speculation=True)
+    itl = d["server_latency"]["inter_token_latency_s"]
+    assert itl["count"] > 0 and itl["mean"] == itl["sum"] / itl["count"]
+    assert d["step_time_s"] == itl["mean"]
+    assert itl["p50"] <= itl["p90"] <= itl["p99"]
+
+
+def test_bucket_quantile_interpolates_like_prometheus():
+    buckets = [(0.1, 10.0), (0.2, 30.0), (float("inf"), 40.0)]
+    assert prom.bucket_quantile(0.5, buckets) == pytest.approx(0.15)
+    assert prom.bucket_quantile(0.1, buckets) == pytest.approx(0.04)
+    assert prom.bucket_quantile(0.99, buckets) == 0.2  # in the +Inf bucket: its lower bound

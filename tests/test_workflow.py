@@ -31,9 +31,17 @@ def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> 
     return path
 
 
-def engine_processes(results: Path) -> list[str]:
+def engine_processes(cwd: Path) -> list[str]:
+    """Engine processes started from this checkout (another checkout's runs are not ours)."""
     out = subprocess.run(["pgrep", "-af", "vllm.entrypoints"], capture_output=True, text=True)
-    return [line for line in out.stdout.splitlines() if "pgrep" not in line]
+    mine = []
+    for line in out.stdout.splitlines():
+        try:
+            if Path(f"/proc/{line.split()[0]}/cwd").resolve() == cwd.resolve():
+                mine.append(line)
+        except OSError:
+            continue
+    return mine
 
 
 @pytest.fixture

@@ -59,6 +59,31 @@ def cmd_session(a) -> int:
     return 0
 
 
+def cmd_metrics(a) -> int:
+    from knee import prom
+
+    raw = jsonio.read(a.raw, "raw")
+    boot = jsonio.read(a.boot, "boot")
+    records = [r for p in raw["points"] for r in p["records"]]
+    records += (raw.get("warmup") or {}).get("records", [])
+    result = prom.window_deltas(
+        a.before.read_text(), a.after.read_text(), f"{raw['session']}/{raw['instrument']}",
+        requests=len(records), speculation=bool(boot["server"].get("speculative_config")),
+        client_tokens=sum(r["output_tokens"] for r in records),
+        files=f"{a.before}, {a.after}", knee_threshold=a.knee_threshold)
+    jsonio.write(a.out, "metrics", {"session": raw["session"], "instrument": raw["instrument"],
+                                    "scrapes": [str(a.before), str(a.after)], **result})
+    return 0
+
+
+def cmd_acceptance(a) -> int:
+    from knee import prom
+
+    windows = [jsonio.read(p, "metrics") for p in a.metrics]
+    jsonio.write(a.out, "acceptance", {"windows": prom.acceptance_table(windows, a.metrics)})
+    return 0
+
+
 def _sessions(plan: dict, root: Path) -> dict:
     from knee.session import instrument_names
 
@@ -118,7 +143,8 @@ def cmd_readme(a) -> int:
     boots = [jsonio.read(a.plan.parent / "receipts" / f"{s['id']}-boot.json", "boot")
              for s in plan["protocol"]["sessions"]]
     text = readme.render(plan, jsonio.read(a.comparison, "comparison"),
-                         jsonio.read(a.bar, "bar"), boots)
+                         jsonio.read(a.bar, "bar"), boots,
+                         jsonio.read(a.acceptance, "acceptance"))
     jsonio.atomic_write_text(a.out, text)
     return 0
 
@@ -150,12 +176,15 @@ def parser() -> argparse.ArgumentParser:
     add("session", cmd_session, ("--plan", req), ("--id", {"required": True}),
         ("--python", {"required": True}),
         ("--engine-info", {"type": P, "nargs": "?"}))
+    add("metrics", cmd_metrics, ("--raw", req), ("--before", req), ("--after", req),
+        ("--boot", req), ("--knee-threshold", {"type": float, "default": 0.2}), ("--out", req))
+    add("acceptance", cmd_acceptance, ("--out", req), ("metrics", {"type": P, "nargs": "+"}))
     add("compare", cmd_compare, ("--plan", req), ("--out-json", req),
         ("--out-md", req))
     add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--out", req))
     add("figures", cmd_figures, ("--comparison", req), ("--out-png", req), ("--out-svg", req))
     add("readme", cmd_readme, ("--plan", req), ("--comparison", req), ("--bar", req),
-        ("--out", req))
+        ("--acceptance", req), ("--out", req))
     add("cleanup", cmd_cleanup, ("--root", req))
     return ap
 

@@ -1,7 +1,8 @@
 """Prometheus scrape analysis: parse with prometheus_client, diff after - before, spec-decode.
 
 Pure functions: text in, numbers out. A zero or negative delta over a window that carried
-traffic is an error naming the window, never a zero in a table.
+traffic, a missing series with speculation on, or a scrape pair that brackets no requests is
+an error naming the window and the file, never a zero in a table.
 """
 
 from __future__ import annotations
@@ -18,22 +19,36 @@ ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 GENERATION = "vllm:generation_tokens_total"
 PROMPT = "vllm:prompt_tokens_total"
+REQUESTS = "vllm:request_success_total"
 SPEC = (DRAFTS, DRAFT_TOKENS, ACCEPTED)
+HISTOGRAMS = {
+    "ttft_s": "vllm:time_to_first_token_seconds",
+    "inter_token_latency_s": "vllm:inter_token_latency_seconds",
+    "queue_s": "vllm:request_queue_time_seconds",
+    "prefill_s": "vllm:request_prefill_time_seconds",
+    "decode_s": "vllm:request_decode_time_seconds",
+    "e2e_s": "vllm:e2e_request_latency_seconds",
+}
+STEP_TIME_SOURCE = "mean of vllm:inter_token_latency_seconds over the window (sum/count deltas)"
+
+Samples = dict[str, dict[tuple, float]]
 
 
-def parse(text: str) -> dict[str, dict[tuple, float]]:
-    """Samples by exact name; `_created` samples dropped; labels other than engine kept."""
-    out: dict[str, dict[tuple, float]] = defaultdict(dict)
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if s.name.endswith("_created"):
-                continue
-            out[s.name][tuple(sorted(s.labels.items()))] = s.value
+def parse(text: str, source: str = "scrape") -> Samples:
+    """Samples by exact name, labels kept; `_created` samples dropped."""
+    out: Samples = defaultdict(dict)
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if not s.name.endswith("_created"):
+                    out[s.name][tuple(sorted(s.labels.items()))] = s.value
+    except ValueError as e:
+        raise KneeError(f"{source}: not Prometheus text format: {e}") from None
     return dict(out)
 
 
-def total(samples: dict, name: str, by: str | None = None) -> float | dict[str, float] | None:
-    """Sum a series over the engine label (and every label but `by`, if given)."""
+def total(samples: Samples, name: str, by: str | None = None):
+    """Sum a series over the engine label (and every label but `by`, if given); None if absent."""
     if name not in samples:
         return None
     if by is None:
@@ -44,41 +59,128 @@ def total(samples: dict, name: str, by: str | None = None) -> float | dict[str, 
     return dict(grouped)
 
 
-def window_deltas(before_text: str, after_text: str, window: str, requests: int,
-                  speculation: bool) -> dict:
-    """Counter deltas over one instrument window, checked."""
-    before, after = parse(before_text), parse(after_text)
-    out: dict = {"window": window, "requests": requests}
-    names = [GENERATION, PROMPT] + (list(SPEC) if speculation else [])
-    for name in names:
-        b, a = total(before, name), total(after, name)
-        if a is None or b is None:
-            raise KneeError(f"{window}: series {name} missing from the "
-                            f"{'after' if a is None else 'before'} scrape")
-        delta = a - b
-        if delta < 0:
-            raise KneeError(f"{window}: {name} went down ({b} -> {a}): the engine restarted "
-                            "inside the window")
-        if delta == 0 and requests > 0:
-            raise KneeError(f"{window}: {name} did not move over a window of {requests} "
-                            "requests: the scrapes do not bracket the traffic")
-        out[name.removeprefix("vllm:").removesuffix("_total")] = delta
-    if speculation:
-        b, a = total(before, PER_POS, "position"), total(after, PER_POS, "position") or {}
-        b = b or {}
-        out["spec_decode_num_accepted_tokens_per_pos"] = [
-            a[p] - b.get(p, 0.0) for p in sorted(a, key=int)]
-        out.update(spec_summary(out))
+def counter_delta(before: Samples, after: Samples, name: str, window: str,
+                  requests: int, files: str) -> float:
+    b, a = total(before, name), total(after, name)
+    if a is None or b is None:
+        raise KneeError(f"{window}: series {name} missing from the "
+                        f"{'after' if a is None else 'before'} scrape ({files})")
+    delta = a - b
+    if delta < 0:
+        raise KneeError(f"{window}: {name} went down ({b:g} -> {a:g}): the engine restarted "
+                        f"inside the window ({files})")
+    if delta == 0 and requests > 0:
+        raise KneeError(f"{window}: {name} did not move over a window of {requests} requests: "
+                        f"the scrapes do not bracket the traffic ({files})")
+    return delta
+
+
+def histogram_delta(before: Samples, after: Samples, name: str) -> dict | None:
+    """Count, sum, mean and p50/p90/p99 (bucket interpolation) of a histogram's window delta."""
+    count_a, count_b = total(after, f"{name}_count"), total(before, f"{name}_count")
+    if count_a is None or count_b is None:
+        return None
+    count = count_a - count_b
+    total_s = total(after, f"{name}_sum") - (total(before, f"{name}_sum") or 0.0)
+    ba, bb = total(after, f"{name}_bucket", "le"), total(before, f"{name}_bucket", "le") or {}
+    buckets = sorted(((float(le), ba[le] - bb.get(le, 0.0)) for le in ba), key=lambda x: x[0])
+    out = {"count": count, "sum": total_s, "mean": total_s / count if count else None}
+    for q in (50, 90, 99):
+        out[f"p{q}"] = bucket_quantile(q / 100, buckets) if count else None
     return out
 
 
-def spec_summary(d: dict) -> dict:
+def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """Prometheus' histogram_quantile: linear interpolation inside the bucket holding rank q."""
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    rank = q * buckets[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for upper, cumulative in buckets:
+        if cumulative >= rank:
+            if upper == float("inf"):
+                return lower_bound
+            width = cumulative - lower_count
+            frac = (rank - lower_count) / width if width else 0.0
+            return lower_bound + (upper - lower_bound) * frac
+        lower_bound, lower_count = upper, cumulative
+    return lower_bound
+
+
+def window_deltas(before_text: str, after_text: str, window: str, requests: int,
+                  speculation: bool, client_tokens: int | None = None,
+                  files: str = "", knee_threshold: float = 0.2) -> dict:
+    """Checked counter deltas, server histograms and spec-decode analysis over one window."""
+    if requests <= 0:
+        raise KneeError(f"{window}: the scrape pair brackets no requests ({files})")
+    before = parse(before_text, f"{window} before")
+    after = parse(after_text, f"{window} after")
+    out: dict = {"window": window, "requests": requests, "flags": []}
+    for name in (GENERATION, PROMPT):
+        out[_key(name)] = counter_delta(before, after, name, window, requests, files)
+    if client_tokens is not None:
+        out["client_output_tokens"] = client_tokens
+        if client_tokens != out["generation_tokens"]:
+            out["flags"].append(
+                f"server generation tokens {out['generation_tokens']:g} != client-counted "
+                f"output tokens {client_tokens}")
+    out["server_latency"] = {k: histogram_delta(before, after, n) for k, n in HISTOGRAMS.items()}
+    present = all(total(after, n) is not None for n in SPEC)
+    if not speculation:
+        out["speculation"] = "off"
+        return out
+    if not present:
+        missing = [n for n in SPEC if total(after, n) is None]
+        raise KneeError(f"{window}: speculation is on but {', '.join(missing)} missing from "
+                        f"the after scrape ({files})")
+    out["speculation"] = "on"
+    for name in SPEC:
+        out[_key(name)] = counter_delta(before, after, name, window, requests, files)
+    pa, pb = total(after, PER_POS, "position") or {}, total(before, PER_POS, "position") or {}
+    out["spec_decode_num_accepted_tokens_per_pos"] = [
+        pa[p] - pb.get(p, 0.0) for p in sorted(pa, key=int)]
+    out.update(spec_summary(out, knee_threshold))
+    itl = out["server_latency"]["inter_token_latency_s"]
+    out.update(ceiling(out, itl["mean"] if itl else None))
+    return out
+
+
+def _key(name: str) -> str:
+    return name.removeprefix("vllm:").removesuffix("_total")
+
+
+def spec_summary(d: dict, knee_threshold: float = 0.2) -> dict:
+    """The seeds' definitions: rates over drafts and draft tokens, and the knee position."""
     drafts = d["spec_decode_num_drafts"]
-    draft_tokens = d["spec_decode_num_draft_tokens"]
     accepted = d["spec_decode_num_accepted_tokens"]
     per_pos = d.get("spec_decode_num_accepted_tokens_per_pos", [])
+    rates = [x / drafts for x in per_pos]
+    knee = next((i + 1 for i, r in enumerate(rates) if r < knee_threshold), None)
     return {
-        "acceptance_rate": accepted / draft_tokens,
+        "acceptance_rate": accepted / d["spec_decode_num_draft_tokens"],
         "mean_acceptance_length": 1 + accepted / drafts,
-        "per_position_rate": [x / drafts for x in per_pos],
+        "tokens_per_step": 1 + accepted / drafts,
+        "per_position_rate": rates,
+        "knee_threshold": knee_threshold,
+        "knee_position": knee,
     }
+
+
+def ceiling(d: dict, step_time_s: float | None) -> dict:
+    """Per-user decode = tokens per step / step time; at perfect acceptance (k + 1) / step time."""
+    k = len(d.get("spec_decode_num_accepted_tokens_per_pos", []))
+    if not step_time_s or not k:
+        return {"step_time_s": step_time_s, "step_time_source": STEP_TIME_SOURCE,
+                "modelled_decode_rate": None, "ceiling_decode_rate": None}
+    return {"step_time_s": step_time_s, "step_time_source": STEP_TIME_SOURCE, "k": k,
+            "modelled_decode_rate": d["tokens_per_step"] / step_time_s,
+            "ceiling_decode_rate": (k + 1) / step_time_s}
+
+
+def acceptance_table(windows: list[dict], sources: list) -> list[dict]:
+    """One row per session window, with the file it came from."""
+    keys = ("speculation", "knee_threshold", "generation_tokens", "client_output_tokens",
+            "acceptance_rate", "mean_acceptance_length", "per_position_rate", "knee_position",
+            "step_time_s", "modelled_decode_rate", "ceiling_decode_rate", "flags")
+    return [{"session": w["session"], "instrument": w["instrument"], "source": str(src),
+             **{k: w.get(k) for k in keys}} for w, src in zip(windows, sources, strict=True)]

@@ -31,8 +31,11 @@ def headline(comparison: dict, bar: dict) -> str:
             f"at C{best['point']} (pair {best['pair']})")
 
 
-def caveats(comparison: dict, bar: dict) -> list[str]:
+def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list[str]:
     out = []
+    for w in (acceptance or {}).get("windows", []):
+        for flag in w["flags"]:
+            out.append(f"{w['session']}/{w['instrument']}: {flag} ({w['source']}).")
     if bar.get("bar_changed"):
         out.append("The bar was changed after measurement; the verdict is not pre-registered.")
     if comparison["verdict"] != "VALID":
@@ -44,7 +47,7 @@ def caveats(comparison: dict, bar: dict) -> list[str]:
     return out
 
 
-def render(plan: dict, comparison: dict, bar: dict, boots: list[dict]) -> str:
+def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     tables = []
@@ -57,7 +60,9 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict]) -> str:
     order = ", ".join(s["id"] for s in plan["protocol"]["sessions"])
     return env.get_template("README.md.j2").render(
         plan=plan, comparison=comparison, bar=bar, boots=boots, tables=tables, order=order,
-        variable_values=values, caveats=caveats(comparison, bar), fmt=fmt, pctf=pctf,
+        acceptance=acceptance["windows"], variable_values=values,
+        rel=lambda p: str(p).split(f"{plan['name']}/", 1)[-1],
+        caveats=caveats(comparison, bar, acceptance), fmt=fmt, pctf=pctf,
         headline=headline(comparison, bar))
 
 

@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from knee import jsonio, prom, receipts
+from knee import jsonio, receipts
 from knee.instruments import REGISTRY
 from knee.runtime import endpoint
 from knee.runtime.process import Engine, redact, server_argv
@@ -87,11 +87,12 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
                               "new_keys": sorted(set(cache_after["keys"]) -
                                                  set(cache_before["keys"]))},
         })
-        speculation = bool(arm.get("speculative_config"))
         for name in instrument_names(plan):
-            measure(engine, plan, name, sid, staging / "raw" / sid, model, speculation)
+            measure(engine, plan, name, sid, staging / "raw" / sid, model)
         ok = True
     finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C must not skip the stop
         stop = engine.stop(rt["stop_timeout_s"])
         jsonio.write(staging / "receipts" / f"{sid}-stop.json", "stop", {
             "experiment": plan["name"], "session": sid, "stopped_at": now(),
@@ -116,8 +117,8 @@ def refuse_overwrite(root: Path, sid: str) -> None:
             f"name, or move {root} away.")
 
 
-def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict,
-            speculation: bool) -> None:
+def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict) -> None:
+    """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
     cfg = plan["instruments"][name]
     timeout = plan["instruments"]["request_timeout_s"]
     before = endpoint.scrape(engine.base_url)
@@ -126,11 +127,7 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     engine.check_alive(f"{name} window")
     jsonio.atomic_write_text(out / f"{name}.prom.before", before)
     jsonio.atomic_write_text(out / f"{name}.prom.after", after)
-    requests = sum(len(p["records"]) for p in result["points"])
-    requests += len((result.get("warmup") or {}).get("records", []))
     jsonio.write(out / f"{name}.json", "raw", {"session": sid, **result})
-    deltas = prom.window_deltas(before, after, f"{sid}/{name}", requests, speculation)
-    jsonio.write(out / f"{name}.metrics.json", "metrics", {"session": sid, **deltas})
 
 
 def publish(staging: Path, root: Path) -> None:

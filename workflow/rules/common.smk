@@ -41,6 +41,7 @@ MODEL = PLAN["model"]
 
 wildcard_constraints:
     sid="|".join(SESSIONS),
+    instrument="|".join(INSTRUMENTS),
 
 
 def get_model_input(wildcards):
@@ -84,13 +85,17 @@ def session_outputs(sid):
         "stop": f"{R}/receipts/{sid}-stop.json",
     }
     for name in INSTRUMENTS:
-        for suffix in ("json", "metrics.json", "prom.before", "prom.after"):
+        for suffix in ("json", "prom.before", "prom.after"):
             out[f"{name}_{suffix.replace('.', '_')}"] = f"{R}/raw/{sid}/{name}.{suffix}"
     return out
 
 
 def get_all_sessions(kind):
     return [session_outputs(sid)[kind] for sid in SESSIONS]
+
+
+def get_all_metrics(wildcards):
+    return [f"{R}/raw/{sid}/{name}.metrics.json" for sid in SESSIONS for name in INSTRUMENTS]
 
 
 def get_all_raw(wildcards):

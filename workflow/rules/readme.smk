@@ -26,6 +26,7 @@ rule readme:
         plan=f"{R}/plan.json",
         comparison=rules.compare.output.json,
         bar=rules.bar.output,
+        acceptance=rules.acceptance.output,
         figure=rules.figure_throughput.output.png,
         boots=get_all_sessions("boot"),
         template="workflow/knee/templates/README.md.j2",
@@ -38,4 +39,4 @@ rule readme:
         "../../envs/workflow.yaml"
     shell:
         "knee readme --plan {input.plan} --comparison {input.comparison} --bar {input.bar}"
-        " --out {output} > {log} 2>&1"
+        " --acceptance {input.acceptance} --out {output} > {log} 2>&1"

@@ -1,0 +1,35 @@
+rule window_metrics:
+    """Counter deltas, server latency and spec-decode analysis of one instrument window."""
+    input:
+        raw=f"{R}/raw/{{sid}}/{{instrument}}.json",
+        before=f"{R}/raw/{{sid}}/{{instrument}}.prom.before",
+        after=f"{R}/raw/{{sid}}/{{instrument}}.prom.after",
+        boot=f"{R}/receipts/{{sid}}-boot.json",
+    output:
+        f"{R}/raw/{{sid}}/{{instrument}}.metrics.json",
+    conda:
+        "../../envs/workflow.yaml"
+    log:
+        f"{R}/logs/metrics/{{sid}}-{{instrument}}.log",
+    params:
+        knee_threshold=config["analysis"]["knee_threshold"],
+    localrule: True
+    shell:
+        "knee metrics --raw {input.raw} --before {input.before} --after {input.after}"
+        " --boot {input.boot} --knee-threshold {params.knee_threshold} --out {output}"
+        " > {log} 2>&1"
+
+
+rule acceptance:
+    """One table of every session's windows: acceptance, knee, step time, ceiling, checks."""
+    input:
+        get_all_metrics,
+    output:
+        f"{R}/comparison/acceptance.json",
+    conda:
+        "../../envs/workflow.yaml"
+    log:
+        f"{R}/logs/acceptance.log",
+    localrule: True
+    shell:
+        "knee acceptance --out {output} {input} > {log} 2>&1"
