@@ -103,13 +103,13 @@ def cmd_compare(a) -> int:
     plan = jsonio.read(a.plan, "plan")
     result = compare.compare(plan, _sessions(plan, a.plan.parent))
     md = readme.comparison_markdown(result)
+    jsonio.write(a.out_json, "comparison", result)
+    jsonio.atomic_write_text(a.out_md, md)
     if result["verdict"] != "VALID":
         print(md, file=sys.stderr)
         print("comparison INVALID: the arms did not see the same requests; no delta rendered",
               file=sys.stderr)
-        return EXIT_INVALID
-    jsonio.write(a.out_json, "comparison", result)
-    jsonio.atomic_write_text(a.out_md, md)
+        return 0 if a.record_invalid else EXIT_INVALID
     return 0
 
 
@@ -180,7 +180,8 @@ def parser() -> argparse.ArgumentParser:
         ("--boot", req), ("--knee-threshold", {"type": float, "default": 0.2}), ("--out", req))
     add("acceptance", cmd_acceptance, ("--out", req), ("metrics", {"type": P, "nargs": "+"}))
     add("compare", cmd_compare, ("--plan", req), ("--out-json", req),
-        ("--out-md", req))
+        ("--out-md", req), ("--record-invalid", {"action": "store_true", "help":
+                            "exit 0 for an INVALID comparison (the workflow: the README says so)"}))
     add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--out", req))
     add("figures", cmd_figures, ("--comparison", req), ("--out-png", req), ("--out-svg", req))
     add("readme", cmd_readme, ("--plan", req), ("--comparison", req), ("--bar", req),

@@ -6,10 +6,14 @@ engine version matches, and the resolved servers differ only in the declared var
 
 from __future__ import annotations
 
+from knee import noise
 from knee.config import differences
 from knee.stats import decode_rate, pct, point_summary
 
 METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
+NOISE_METHOD = ("Noise: noise_pct is the largest of the run-to-run spread of either arm at the "
+                "point and the control's spread across its boots; ci95 is a bootstrap over "
+                "requests (2000 resamples, seeded) of the p50 delta.")
 
 
 def _profiles(raw: dict) -> dict[tuple, dict]:
@@ -75,18 +79,83 @@ def delta_pct(control: float | None, candidate: float | None) -> float | None:
     return 100.0 * (candidate - control) / control
 
 
-def rows_for_pair(pair: int, control: dict, candidate: dict) -> list[dict]:
+def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict,
+                  seed: int) -> list[dict]:
     rows = []
     for inst in sorted(control["raw"]):
-        fa, fb = arm_figures(control["raw"][inst]), arm_figures(candidate["raw"][inst])
+        ra, rb = control["raw"][inst], candidate["raw"][inst]
+        fa, fb = arm_figures(ra), arm_figures(rb)
         for point in fa:
             for m in METRICS:
                 a, b = fa[point][m], fb[point][m]
                 if a is None and b is None:
                     continue
-                rows.append({"instrument": inst, "point": point, "pair": pair, "metric": m,
-                             "control": a, "candidate": b, "delta_pct": delta_pct(a, b)})
+                spreads = [noise.run_spread(ra, m).get(point), noise.run_spread(rb, m).get(point),
+                           drift.get((inst, point, m))]
+                rows.append(row(inst, point, pair, m, a, b, spreads, noise.bootstrap_delta_ci(
+                    noise.requests_of(ra, point), noise.requests_of(rb, point), m, seed)))
     return rows
+
+
+def row(inst, point, pair, metric, a, b, spreads, ci) -> dict:
+    measured = [s for s in spreads if s is not None]
+    floor = max(measured) if measured else None
+    d = delta_pct(a, b)
+    return {"instrument": inst, "point": point, "pair": pair, "metric": metric, "control": a,
+            "candidate": b, "delta_pct": d, "noise_pct": floor, "ci95": ci,
+            "noise": noise.noise_label(d, floor, ci)}
+
+
+def control_drift(controls: list[dict]) -> dict:
+    """Spread of the control's figure across its boots, per (instrument, point, metric)."""
+    out: dict = {}
+    figures: dict = {}
+    for s in controls:
+        for inst, raw in s["raw"].items():
+            for point, f in arm_figures(raw).items():
+                for m in METRICS:
+                    figures.setdefault((inst, point, m), []).append(f[m])
+    for key, values in figures.items():
+        out[key] = noise.spread_pct(values)
+    return out
+
+
+def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, seed: int) -> list[dict]:
+    rows = []
+    for inst in sorted(pairs[0][0]["raw"]):
+        figs = [(arm_figures(c["raw"][inst]), arm_figures(d["raw"][inst])) for c, d in pairs]
+        for point in figs[0][0]:
+            for m in METRICS:
+                a = _mean([fa[point][m] for fa, _ in figs])
+                b = _mean([fb[point][m] for _, fb in figs])
+                if a is None and b is None:
+                    continue
+                ca = [r for c, _ in pairs for r in noise.requests_of(c["raw"][inst], point)]
+                cb = [r for _, d in pairs for r in noise.requests_of(d["raw"][inst], point)]
+                rows.append(row(inst, point, "all", m, a, b, [drift.get((inst, point, m))],
+                                noise.bootstrap_delta_ci(ca, cb, m, seed)))
+    return rows
+
+
+def fixture_classes(pairs: list[tuple[dict, dict]]) -> list[dict]:
+    """Each class's candidate figure against the range of every control boot (the seed's flag)."""
+    if "fixture" not in pairs[0][0]["raw"]:
+        return []
+    out = []
+    figs = [(arm_figures(c["raw"]["fixture"]), arm_figures(d["raw"]["fixture"]))
+            for c, d in pairs]
+    for cls in figs[0][0]:
+        controls = [fa[cls]["decode_rate_p50"] for fa, _ in figs]
+        cands = [fb[cls]["decode_rate_p50"] for _, fb in figs]
+        deltas = [delta_pct(a, b) for a, b in zip(controls, cands, strict=True)]
+        signs = {(d > 0) - (d < 0) for d in deltas if d is not None}
+        lo, hi = min(controls), max(controls)
+        inside = all(lo <= c <= hi for c in cands)
+        out.append({"class": cls, "metric": "decode_rate_p50", "control_range": [lo, hi],
+                    "candidate": cands, "delta_pct": deltas, "inside_control_range": inside,
+                    "consistent_sign": len(signs) == 1 and 0 not in signs and len(deltas) > 1,
+                    "flag": len(signs) == 1 and 0 not in signs and len(deltas) > 1})
+    return out
 
 
 def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
@@ -97,11 +166,18 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
                              plan["variable"])
         checked += c
         bad += b
-    rows = []
+    rows, classes = [], []
     if not bad:
-        for pair in range(1, plan["protocol"]["pairs"] + 1):
-            rows += rows_for_pair(pair, sessions[(pair, "control")],
-                                  sessions[(pair, "candidate")])
+        n = plan["protocol"]["pairs"]
+        pairs = [(sessions[(p, "control")], sessions[(p, "candidate")]) for p in range(1, n + 1)]
+        drift = control_drift([c for c, _ in pairs])
+        seed = plan.get("instruments", {}).get("seed", 0)
+        for pair, (c, d) in enumerate(pairs, start=1):
+            rows += rows_for_pair(pair, c, d, drift, seed)
+        if n > 1:
+            rows += across_pairs(pairs, drift, seed)
+        classes = fixture_classes(pairs)
     return {"experiment": plan["name"], "verdict": "INVALID" if bad else "VALID",
             "variable": plan["variable"], "fields_checked": checked, "mismatches": bad,
-            "rows": rows}
+            "rows": rows, "fixture_classes": classes,
+            "noise_method": NOISE_METHOD}

@@ -40,6 +40,13 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list
         out.append("The bar was changed after measurement; the verdict is not pre-registered.")
     if comparison["verdict"] != "VALID":
         out.append("Validation failed; no delta is shown. See comparison.md for what differs.")
+    for c in comparison.get("fixture_classes", []):
+        if c["flag"]:
+            where = "inside" if c["inside_control_range"] else "outside"
+            out.append(f"Fixture class {c['class']}: the candidate's delta has the same sign in "
+                       f"every pair ({', '.join(pctf(d) for d in c['delta_pct'])}), {where} the "
+                       f"range of the control boots ({fmt(c['control_range'][0])}–"
+                       f"{fmt(c['control_range'][1])}).")
     for p in bar.get("pairs", []):
         for r in p["rules"]:
             if r["verdict"] == "FAIL":
@@ -62,7 +69,7 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         plan=plan, comparison=comparison, bar=bar, boots=boots, tables=tables, order=order,
         acceptance=acceptance["windows"], variable_values=values,
         rel=lambda p: str(p).split(f"{plan['name']}/", 1)[-1],
-        caveats=caveats(comparison, bar, acceptance), fmt=fmt, pctf=pctf,
+        caveats=caveats(comparison, bar, acceptance), fmt=fmt, pctf=pctf, ci=ci,
         headline=headline(comparison, bar))
 
 
@@ -76,9 +83,14 @@ def comparison_markdown(comparison: dict) -> str:
                   for m in comparison["mismatches"]]
         lines += ["", "No delta is rendered for an invalid comparison."]
         return "\n".join(lines) + "\n"
-    lines += ["| instrument | point | metric | pair | control | candidate | delta |",
-              "|---|---|---|---:|---:|---:|---:|"]
+    lines += ["| instrument | point | metric | pair | control | candidate | delta | 95% CI | "
+              "noise |", "|---|---|---|---|---:|---:|---:|---|---|"]
     lines += [f"| {r['instrument']} | {r['point']} | {r['metric']} | {r['pair']} | "
-              f"{fmt(r['control'])} | {fmt(r['candidate'])} | {pctf(r['delta_pct'])} |"
-              for r in comparison["rows"]]
+              f"{fmt(r['control'])} | {fmt(r['candidate'])} | {pctf(r['delta_pct'])} | "
+              f"{ci(r.get('ci95'))} | {r.get('noise', '')} |" for r in comparison["rows"]]
+    lines += ["", comparison.get("noise_method", "")]
     return "\n".join(lines) + "\n"
+
+
+def ci(interval) -> str:
+    return "–" if not interval else f"{interval[0]:+.1f}% … {interval[1]:+.1f}%"

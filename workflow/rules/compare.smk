@@ -13,7 +13,7 @@ rule compare:
         "../../envs/workflow.yaml"
     shell:
         "knee compare --plan {input.plan}"
-        " --out-json {output.json} --out-md {output.md} > {log} 2>&1"
+        " --out-json {output.json} --out-md {output.md} --record-invalid > {log} 2>&1"
 
 
 rule bar:

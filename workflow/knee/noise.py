@@ -1,0 +1,66 @@
+"""Noise, measured not assumed: run-to-run spread, control drift across boots, bootstrap CIs.
+
+Pure functions over raw instrument payloads (as read from raw/P-ARM/<instrument>.json).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from knee.stats import decode_rate, point_summary, ttft
+
+PER_REQUEST = {"decode_rate_p50": decode_rate, "ttft_p50": ttft}
+
+
+def spread_pct(values: list[float | None]) -> float | None:
+    """(max - min) / mean, in percent; None with fewer than two values."""
+    vals = [v for v in values if v is not None]
+    if len(vals) < 2:
+        return None
+    mean = sum(vals) / len(vals)
+    return 100.0 * (max(vals) - min(vals)) / mean if mean else None
+
+
+def run_spread(raw: dict, metric: str) -> dict:
+    """Per point: spread of one session's runs of that point."""
+    by_point: dict = {}
+    for p in raw["points"]:
+        by_point.setdefault(p["point"], []).append(point_summary(p)[metric])
+    return {point: spread_pct(vals) for point, vals in by_point.items()}
+
+
+def requests_of(raw: dict, point) -> list[dict]:
+    return [r for p in raw["points"] if point in ("all", p["point"])
+            for r in p["records"] if not r["warmup"] and not r.get("error")]
+
+
+def bootstrap_delta_ci(control: list[dict], candidate: list[dict], metric: str,
+                       seed: int, n: int = 2000) -> list[float] | None:
+    """95% CI of the p50 delta %, resampling requests of each arm with replacement (seeded)."""
+    fn = PER_REQUEST.get(metric)
+    if fn is None:
+        return None
+    a = [v for v in map(fn, control) if v is not None]
+    b = [v for v in map(fn, candidate) if v is not None]
+    if len(a) < 2 or len(b) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    va, vb = np.asarray(a), np.asarray(b)
+    ma = np.median(va[rng.integers(0, len(va), size=(n, len(va)))], axis=1)
+    mb = np.median(vb[rng.integers(0, len(vb), size=(n, len(vb)))], axis=1)
+    deltas = 100.0 * (mb - ma) / ma
+    lo, hi = np.percentile(deltas[np.isfinite(deltas)], [2.5, 97.5])
+    return [float(lo), float(hi)]
+
+
+def noise_label(delta: float | None, noise: float | None, ci: list[float] | None) -> str:
+    """Words for a delta next to its noise: printed wherever the delta is."""
+    if delta is None:
+        return "no delta"
+    if ci is not None and ci[0] <= 0 <= ci[1]:
+        return "inside noise (95% CI spans zero)"
+    if noise is not None and abs(delta) <= noise:
+        return f"inside noise (±{noise:.1f}% measured)"
+    if noise is None and ci is None:
+        return "noise not measured"
+    return "outside noise"
