@@ -76,3 +76,9 @@ def test_cli_validate_config_fails_fast_with_key_path(tmp_path, default_config):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert "protocol.pairs: 0 is less than the minimum of 1" in r.stderr
+
+
+def test_bar_rule_on_an_unmeasured_point_is_refused(default_config):
+    default_config["instruments"]["sweep"]["concurrency"] = [1, 4]
+    with pytest.raises(KneeError, match=r"bar.rules\[1\].point: 8 is not measured by sweep"):
+        config.make_plan(config.validate(default_config), "x.yaml")

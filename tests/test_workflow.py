@@ -26,9 +26,19 @@ def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> 
         {"concurrency": [1, 4], "runs": 1, "output_tokens": 32, "warmup_requests": 1, **sweep})
     cfg["instruments"]["fixture"].update({"classes": ["shell", "tool_json"], "requests": 1,
                                           "output_tokens": 32})
+    points = cfg["instruments"]["sweep"]["concurrency"]
+    cfg["bar"]["rules"] = [r for r in cfg["bar"]["rules"] if r["point"] in (*points, "all")]
+    cfg["bar"]["rules"].append({"name": "top gain", "instrument": "sweep",
+                                "metric": "throughput", "point": points[-1],
+                                "min_gain_pct": 15})
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
+
+
+def logs(root: Path) -> str:
+    """The workflow's own logs of a run, for an assertion message."""
+    return "\n".join(f"--- {p}\n{p.read_text()[-2000:]}" for p in sorted(root.rglob("logs/*.log")))
 
 
 def engine_processes(cwd: Path) -> list[str]:
@@ -83,7 +93,7 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     results_dir.append(root)
     r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
                        text=True, timeout=1800)
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode == 0, logs(root)
     assert not engine_processes(ROOT)
     readme = (root / "README.md").read_text()
     assert "Verdict of the pre-registered bar" in readme

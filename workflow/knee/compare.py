@@ -144,7 +144,7 @@ def fixture_classes(pairs: list[tuple[dict, dict]]) -> list[dict]:
     out = []
     figs = [(arm_figures(c["raw"]["fixture"]), arm_figures(d["raw"]["fixture"]))
             for c, d in pairs]
-    for cls in figs[0][0]:
+    for cls in [c for c in figs[0][0] if c != "all"]:
         controls = [fa[cls]["decode_rate_p50"] for fa, _ in figs]
         cands = [fb[cls]["decode_rate_p50"] for _, fb in figs]
         deltas = [delta_pct(a, b) for a, b in zip(controls, cands, strict=True)]

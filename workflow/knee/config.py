@@ -131,9 +131,31 @@ def model_ref(config: dict) -> dict:
     return {"path": f"resources/models/{name}", "name": m.get("name") or name, "generated": True}
 
 
+def check_bar(config: dict, source: str = "config") -> None:
+    """Every bar rule must name a point its instrument measures."""
+    inst = config["instruments"]
+    for i, rule in enumerate(config["bar"]["rules"]):
+        where = f"{source}: bar.rules[{i}]"
+        if rule["instrument"] not in inst:
+            raise KneeError(f"{where}.instrument: {rule['instrument']!r} is not configured "
+                            "under instruments")
+        if rule["instrument"] == "sweep":
+            points, metric_ok = inst["sweep"]["concurrency"], True
+        else:
+            points = inst["fixture"]["classes"]
+            metric_ok = rule["metric"] == "decode_rate_p50" or rule["point"] != "all"
+        if rule["point"] != "all" and rule["point"] not in points:
+            raise KneeError(f"{where}.point: {rule['point']!r} is not measured by "
+                            f"{rule['instrument']} (its points: {points})")
+        if not metric_ok or (rule["instrument"] == "sweep" and rule["point"] == "all"):
+            raise KneeError(f"{where}: {rule['metric']} at point 'all' is not a figure knee "
+                            "computes (use a single point, or fixture decode_rate_p50)")
+
+
 def make_plan(config: dict, config_path: str = "config") -> dict:
     arms = resolve_arms(config)
     check_one_variable(arms, config["variable"], config_path)
+    check_bar(config, config_path)
     plan = {
         "name": config["name"],
         "question": config.get("question", ""),

@@ -19,7 +19,7 @@ from pathlib import Path
 from knee import jsonio, receipts
 from knee.instruments import REGISTRY
 from knee.runtime import endpoint
-from knee.runtime.process import Engine, redact, server_argv
+from knee.runtime.process import Engine, redact, server_argv, split_cpus
 
 
 def _raise_on_signal(signum, _frame):
@@ -65,8 +65,11 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     port = rt.get("port") or endpoint.free_port(rt["host"])
     env = {**arm.get("env", {}), "VLLM_CACHE_ROOT": str(cache_root)}
     argv = server_argv(python, arm, model["path"], model["name"], rt["host"], port)
+    engine_cpus, client_cpus = split_cpus(rt.get("engine_cpus"))
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
     engine = Engine(argv=argv, env=env, log=log, host=rt["host"], port=port,
-                    pidfile=root / ".run" / f"{sid}.pid")
+                    pidfile=root / ".run" / f"{sid}.pid", cpus=engine_cpus)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _raise_on_signal)
     cache_before = receipts.compile_cache(cache_root)
@@ -80,6 +83,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
             "experiment": plan["name"], "session": sid, "pair": info["pair"], "arm": info["arm"],
             "runtime": rt["kind"], "started_at": started, "boot_seconds": round(boot_s, 3),
             "endpoint": engine.base_url, "argv": argv, "env": redact(env),
+            "cpus": {"engine": engine_cpus, "client": client_cpus},
             "server": arm, "model": model, "engine": jsonio.read(engine_info),
             "hardware": receipts.hardware(), "config_sha256": plan["config_sha256"],
             "bar_sha256": plan["bar_sha256"],

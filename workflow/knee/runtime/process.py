@@ -44,12 +44,30 @@ def server_argv(python: str, arm: dict, model_path: str, served_name: str,
     return argv
 
 
-def _die_with_parent() -> None:
-    """In the child: ask the kernel to SIGTERM us if the session process dies (even by SIGKILL)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
+def _child_setup(cpus: list[int] | None):
+    def setup() -> None:
+        """In the child: SIGTERM us if the session process dies (even by SIGKILL); pin CPUs."""
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        except OSError:
+            pass
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+    return setup
+
+
+def split_cpus(engine_cpus: list[int] | None) -> tuple[list[int] | None, list[int] | None]:
+    """(engine CPUs, client CPUs): the client gets what the engine does not, if anything."""
+    if not engine_cpus:
+        return None, None
+    available = sorted(os.sched_getaffinity(0))
+    missing = [c for c in engine_cpus if c not in available]
+    if missing:
+        from knee.jsonio import KneeError
+        raise KneeError(f"runtime.engine_cpus: CPU {missing} not available here "
+                        f"(this process may use {available})")
+    rest = [c for c in available if c not in engine_cpus]
+    return list(engine_cpus), rest or None
 
 
 @dataclass
@@ -60,6 +78,7 @@ class Engine:
     host: str
     port: int
     pidfile: Path | None = None
+    cpus: list[int] | None = None
     proc: subprocess.Popen | None = None
     boot_seconds: float | None = None
     started_at: float = field(default_factory=time.time)
@@ -74,7 +93,7 @@ class Engine:
             self.proc = subprocess.Popen(
                 self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **self.env}, start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=_child_setup(self.cpus),
             )
         if self.pidfile:
             self.pidfile.parent.mkdir(parents=True, exist_ok=True)

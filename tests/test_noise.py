@@ -1,0 +1,53 @@
+from knee import compare, noise
+
+
+def rec(span, tokens=11):
+    return {"warmup": False, "error": None, "t_send": 0.0, "t_first": 0.5,
+            "t_last": 0.5 + span, "output_tokens": tokens}
+
+
+def raw(points):
+    return {"instrument": "sweep", "points": [
+        {"point": p, "run": run, "wall_s": wall, "records": [rec(1.0)] * 3}
+        for p, run, wall in points]}
+
+
+def test_spread_is_range_over_mean():
+    assert noise.spread_pct([99.0, 101.0]) == 2.0
+    assert noise.spread_pct([100.0]) is None
+
+
+def test_run_spread_per_point():
+    r = raw([(1, 1, 1.0), (1, 2, 1.1), (8, 1, 2.0)])
+    spread = noise.run_spread(r, "throughput")
+    assert round(spread[1], 2) == round(100 * (33 / 1.0 - 33 / 1.1) / ((33 + 30) / 2), 2)
+    assert spread[8] is None
+
+
+def test_bootstrap_ci_is_seeded_and_brackets_a_clear_shift():
+    a = [rec(1.0 + i / 100) for i in range(20)]  # ~10 tok/s
+    b = [rec(0.5 + i / 200) for i in range(20)]  # ~20 tok/s: +100%
+    ci = noise.bootstrap_delta_ci(a, b, "decode_rate_p50", seed=1)
+    assert ci == noise.bootstrap_delta_ci(a, b, "decode_rate_p50", seed=1)
+    assert 80 < ci[0] < ci[1] < 120
+    assert noise.bootstrap_delta_ci(a, b, "throughput", seed=1) is None
+
+
+def test_noise_labels_are_words():
+    assert noise.noise_label(-0.8, 0.4, None) == "outside noise"
+    assert noise.noise_label(-0.3, 0.4, None) == "inside noise (±0.4% measured)"
+    assert noise.noise_label(5.0, 0.4, [-1.0, 9.0]).startswith("inside noise (95% CI")
+    assert noise.noise_label(5.0, None, None) == "noise not measured"
+
+
+def test_fixture_class_with_consistent_sign_is_flagged_like_the_seed():
+    # the seed's tool-JSON class: 146.8 and 146.5 vs 157.6 and 158.7 control
+    def fixture(value):
+        span = 10 / value
+        return {"raw": {"fixture": {"instrument": "fixture", "points": [
+            {"point": "tool_json", "run": 1, "wall_s": 1.0, "records": [rec(span)]}]}}}
+    pairs = [(fixture(157.6), fixture(146.8)), (fixture(158.7), fixture(146.5))]
+    [c] = compare.fixture_classes(pairs)
+    assert c["class"] == "tool_json" and c["flag"] and c["consistent_sign"]
+    assert not c["inside_control_range"]
+    assert [round(d, 1) for d in c["delta_pct"]] == [-6.9, -7.7]
