@@ -60,7 +60,7 @@ def cmd_session(a) -> int:
 
 
 def cmd_metrics(a) -> int:
-    from knee import prom
+    from knee import prom, stats
 
     raw = jsonio.read(a.raw, "raw")
     boot = jsonio.read(a.boot, "boot")
@@ -71,8 +71,10 @@ def cmd_metrics(a) -> int:
         requests=len(records), speculation=bool(boot["server"].get("speculative_config")),
         client_tokens=sum(r["output_tokens"] for r in records),
         files=f"{a.before}, {a.after}", knee_threshold=a.knee_threshold)
+    client = stats.window_client_summary(records)  # warm-up too: the window brackets it
     jsonio.write(a.out, "metrics", {"session": raw["session"], "instrument": raw["instrument"],
-                                    "scrapes": [str(a.before), str(a.after)], **result})
+                                    "scrapes": [str(a.before), str(a.after)],
+                                    "client_latency": client, **result})
     return 0
 
 

@@ -179,7 +179,8 @@ def ceiling(d: dict, step_time_s: float | None) -> dict:
 
 def acceptance_table(windows: list[dict], sources: list) -> list[dict]:
     """One row per session window, with the file it came from."""
-    keys = ("speculation", "knee_threshold", "generation_tokens", "client_output_tokens",
+    keys = ("speculation", "knee_threshold", "client_latency", "server_latency",
+            "generation_tokens", "client_output_tokens",
             "acceptance_rate", "mean_acceptance_length", "per_position_rate", "knee_position",
             "step_time_s", "modelled_decode_rate", "ceiling_decode_rate", "flags")
     return [{"session": w["session"], "instrument": w["instrument"], "source": str(src),

@@ -15,6 +15,11 @@ def fmt(x) -> str:
     return "–" if x is None else f"{x:.2f}"
 
 
+def ms(hist: dict | None) -> str:
+    """A server histogram's window mean, in milliseconds."""
+    return "–" if not hist or hist.get("mean") is None else f"{hist['mean'] * 1000:.2f}"
+
+
 def pctf(x) -> str:
     return "–" if x is None else f"{x:+.2f}%"
 
@@ -69,7 +74,7 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         plan=plan, comparison=comparison, bar=bar, boots=boots, tables=tables, order=order,
         acceptance=acceptance["windows"], variable_values=values,
         rel=lambda p: str(p).split(f"{plan['name']}/", 1)[-1],
-        caveats=caveats(comparison, bar, acceptance), fmt=fmt, pctf=pctf, ci=ci,
+        caveats=caveats(comparison, bar, acceptance), fmt=fmt, pctf=pctf, ci=ci, ms=ms,
         headline=headline(comparison, bar))
 
 

@@ -1,0 +1,48 @@
+"""Validation on a real run's raw data (tests/data/run: one pair of the embedded engine)."""
+
+import copy
+import json
+
+import pytest
+
+from knee import compare, jsonio
+from knee.cli import _sessions
+from tests.conftest import ROOT
+
+RUN = ROOT / "tests" / "data" / "run"
+PLAN = jsonio.read(RUN / "plan.json", "plan")
+SESSIONS = _sessions(PLAN, RUN)
+PROFILE_FIELDS = sorted(SESSIONS[(1, "control")]["raw"]["sweep"]["points"][0]["profile"])
+
+
+def test_the_real_run_is_valid_and_checks_every_profile_field():
+    result = compare.compare(PLAN, SESSIONS)
+    assert result["verdict"] == "VALID", result["mismatches"]
+    assert len(PROFILE_FIELDS) >= 20
+    checked = {c.rsplit(":", 1)[1] for c in result["fields_checked"]}
+    assert set(PROFILE_FIELDS) <= checked
+    assert result["rows"]
+
+
+@pytest.mark.parametrize("field", PROFILE_FIELDS)
+def test_each_profile_field_changed_on_a_copy_refuses_the_comparison(field):
+    sessions = copy.deepcopy(SESSIONS)
+    point = sessions[(1, "candidate")]["raw"]["sweep"]["points"][-1]
+    point["profile"][field] = json.dumps(["changed", point["profile"][field]])
+    result = compare.compare(PLAN, sessions)
+    assert result["verdict"] == "INVALID" and result["rows"] == []
+    assert [(m["where"].split(" run=")[0], m["field"]) for m in result["mismatches"]] == [
+        (f"pair 1 sweep point={point['point']}", field)]
+
+
+@pytest.mark.parametrize("path", [("model", "sha256"), ("engine", "packages"),
+                                  ("server", "args", "max-num-seqs")])
+def test_model_engine_or_server_drift_refuses_the_comparison(path):
+    sessions = copy.deepcopy(SESSIONS)
+    target = sessions[(1, "candidate")]["boot"]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = "changed"
+    result = compare.compare(PLAN, sessions)
+    assert result["verdict"] == "INVALID"
+    assert any(m["field"].endswith(path[-1]) for m in result["mismatches"])
