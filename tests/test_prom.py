@@ -106,3 +106,15 @@ def test_bucket_quantile_interpolates_like_prometheus():
     assert prom.bucket_quantile(0.5, buckets) == pytest.approx(0.15)
     assert prom.bucket_quantile(0.1, buckets) == pytest.approx(0.04)
     assert prom.bucket_quantile(0.99, buckets) == 0.2  # in the +Inf bucket: its lower bound
+
+
+def test_speculation_off_has_no_spec_series_and_says_so():
+    before = (DATA / "spec-off.prom.before").read_text()
+    after = (DATA / "spec-off.prom.after").read_text()
+    assert prom.DRAFTS not in prom.parse(after)
+    d = prom.window_deltas(before, after, "off", requests=4, speculation=False,
+                           client_tokens=128)
+    assert d["speculation"] == "off" and "acceptance_rate" not in d
+    assert d["generation_tokens"] == 128 and d["flags"] == []
+    with pytest.raises(KneeError, match="speculation is on but"):
+        prom.window_deltas(before, after, "off", requests=4, speculation=True)

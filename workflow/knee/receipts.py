@@ -34,6 +34,15 @@ def hardware() -> dict:
     return facts
 
 
+def shown(path: Path | str) -> str:
+    """A path as a receipt shows it: relative to the working directory when inside it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def compile_cache(cache_root: Path) -> dict:
     """What the engine's torch.compile cache holds: its directory and the cache keys in it."""
     base = Path(cache_root) / "torch_compile_cache"
@@ -41,4 +50,4 @@ def compile_cache(cache_root: Path) -> dict:
                   if p.is_dir()) if base.is_dir() else []
     keys += sorted(p.name for p in base.glob("*") if p.is_dir() and p.name != "torch_aot_compile"
                    ) if base.is_dir() else []
-    return {"dir": str(base), "existed": base.is_dir(), "keys": keys}
+    return {"dir": shown(base), "existed": base.is_dir(), "keys": keys}

@@ -82,7 +82,8 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         jsonio.write(staging / "receipts" / f"{sid}-boot.json", "boot", {
             "experiment": plan["name"], "session": sid, "pair": info["pair"], "arm": info["arm"],
             "runtime": rt["kind"], "started_at": started, "boot_seconds": round(boot_s, 3),
-            "endpoint": engine.base_url, "argv": argv, "env": redact(env),
+            "endpoint": engine.base_url, "argv": argv,
+            "env": redact({**env, "VLLM_CACHE_ROOT": receipts.shown(cache_root)}),
             "cpus": {"engine": engine_cpus, "client": client_cpus},
             "server": arm, "model": model, "engine": jsonio.read(engine_info),
             "hardware": receipts.hardware(), "config_sha256": plan["config_sha256"],
