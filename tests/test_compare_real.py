@@ -4,14 +4,14 @@ import copy
 import json
 
 import pytest
-
 from knee import compare, jsonio
-from knee.cli import _sessions
+from knee.cli import load_sessions
+
 from tests.conftest import ROOT
 
 RUN = ROOT / "tests" / "data" / "run"
 PLAN = jsonio.read(RUN / "plan.json", "plan")
-SESSIONS = _sessions(PLAN, RUN)
+SESSIONS = load_sessions(PLAN, RUN)
 PROFILE_FIELDS = sorted(SESSIONS[(1, "control")]["raw"]["sweep"]["points"][0]["profile"])
 
 

@@ -86,7 +86,7 @@ def cmd_acceptance(a) -> int:
     return 0
 
 
-def _sessions(plan: dict, root: Path) -> dict:
+def load_sessions(plan: dict, root: Path) -> dict:
     from knee.session import instrument_names
 
     out = {}
@@ -103,7 +103,7 @@ def cmd_compare(a) -> int:
     from knee import compare, readme
 
     plan = jsonio.read(a.plan, "plan")
-    result = compare.compare(plan, _sessions(plan, a.plan.parent))
+    result = compare.compare(plan, load_sessions(plan, a.plan.parent))
     md = readme.comparison_markdown(result)
     jsonio.write(a.out_json, "comparison", result)
     jsonio.atomic_write_text(a.out_md, md)
