@@ -3,7 +3,7 @@ from knee import compare, noise
 
 def rec(span, tokens=11):
     return {"warmup": False, "error": None, "t_send": 0.0, "t_first": 0.5,
-            "t_last": 0.5 + span, "output_tokens": tokens}
+            "t_last": 0.5 + span, "t_done": 0.5 + span, "output_tokens": tokens}
 
 
 def raw(points):
@@ -30,7 +30,7 @@ def test_bootstrap_ci_is_seeded_and_brackets_a_clear_shift():
     ci = noise.bootstrap_delta_ci(a, b, "decode_rate_p50", seed=1)
     assert ci == noise.bootstrap_delta_ci(a, b, "decode_rate_p50", seed=1)
     assert 80 < ci[0] < ci[1] < 120
-    assert noise.bootstrap_delta_ci(a, b, "throughput", seed=1) is None
+    assert noise.bootstrap_delta_ci(a, b, "e2e_p50", seed=1) is None
 
 
 def test_noise_labels_are_words():
@@ -51,3 +51,10 @@ def test_fixture_class_with_consistent_sign_is_flagged_like_the_seed():
     assert c["class"] == "tool_json" and c["flag"] and c["consistent_sign"]
     assert not c["inside_control_range"]
     assert [round(d, 1) for d in c["delta_pct"]] == [-6.9, -7.7]
+
+
+def test_throughput_ci_comes_from_per_request_rates():
+    a = [rec(1.0 + i / 100) for i in range(20)]
+    b = [rec(0.25 + i / 400) for i in range(20)]  # 0.75 s send-to-done against 1.5 s: +100%
+    lo, hi = noise.bootstrap_delta_ci(a, b, "throughput", seed=3)
+    assert 80 < lo < hi < 130

@@ -24,7 +24,8 @@ def judge_rule(row: dict | None, rule: dict) -> dict:
         ok = d >= rule["min_gain_pct"]
         test = f"{d:+.2f}% >= +{rule['min_gain_pct']}%"
     return {**out, "verdict": "PASS" if ok else "FAIL", "test": test,
-            "control": row["control"], "candidate": row["candidate"], "delta_pct": d}
+            "control": row["control"], "candidate": row["candidate"], "delta_pct": d,
+            "noise": row.get("noise", "noise not measured"), "ci95": row.get("ci95")}
 
 
 def judge(comparison: dict, bar: dict, pairs: int, bar_sha256: str,

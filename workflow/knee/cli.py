@@ -91,12 +91,25 @@ def load_sessions(plan: dict, root: Path) -> dict:
 
     out = {}
     for s in plan["protocol"]["sessions"]:
+        files = {"boot": root / "receipts" / f"{s['id']}-boot.json"}
+        files.update({n: root / "raw" / s["id"] / f"{n}.json" for n in instrument_names(plan)})
         out[(s["pair"], s["arm"])] = {
-            "boot": jsonio.read(root / "receipts" / f"{s['id']}-boot.json", "boot"),
-            "raw": {n: jsonio.read(root / "raw" / s["id"] / f"{n}.json", "raw")
-                    for n in instrument_names(plan)},
+            "boot": jsonio.read(files.pop("boot"), "boot"),
+            "raw": {n: jsonio.read(path, "raw") for n, path in files.items()},
+            "files": {k: str(v) for k, v in files.items()}
+            | {"boot": str(root / "receipts" / f"{s['id']}-boot.json")},
         }
     return out
+
+
+def judge_bar(plan: dict, comparison: dict, root: Path) -> dict:
+    from knee import bar
+
+    receipts = root / "receipts"
+    measured = {jsonio.read(receipts / f"{s['id']}-boot.json", "boot")["bar_sha256"]
+                for s in plan["protocol"]["sessions"]}
+    return bar.judge(comparison, plan["bar"], plan["protocol"]["pairs"], plan["bar_sha256"],
+                     measured)
 
 
 def cmd_compare(a) -> int:
@@ -104,7 +117,7 @@ def cmd_compare(a) -> int:
 
     plan = jsonio.read(a.plan, "plan")
     result = compare.compare(plan, load_sessions(plan, a.plan.parent))
-    md = readme.comparison_markdown(result)
+    md = readme.comparison_markdown(result, judge_bar(plan, result, a.plan.parent))
     jsonio.write(a.out_json, "comparison", result)
     jsonio.atomic_write_text(a.out_md, md)
     if result["verdict"] != "VALID":
@@ -116,16 +129,9 @@ def cmd_compare(a) -> int:
 
 
 def cmd_bar(a) -> int:
-    from knee import bar
-
     plan = jsonio.read(a.plan, "plan")
     comparison = jsonio.read(a.comparison, "comparison")
-    receipts = a.plan.parent / "receipts"
-    measured = {jsonio.read(receipts / f"{s['id']}-boot.json", "boot")["bar_sha256"]
-                for s in plan["protocol"]["sessions"]}
-    verdict = bar.judge(comparison, plan["bar"], plan["protocol"]["pairs"], plan["bar_sha256"],
-                        measured)
-    jsonio.write(a.out, "bar", verdict)
+    jsonio.write(a.out, "bar", judge_bar(plan, comparison, a.plan.parent))
     return 0
 
 

@@ -13,7 +13,9 @@ from knee.stats import decode_rate, pct, point_summary
 METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
 NOISE_METHOD = ("Noise: noise_pct is the largest of the run-to-run spread of either arm at the "
                 "point and the control's spread across its boots; ci95 is a bootstrap over "
-                "requests (2000 resamples, seeded) of the p50 delta.")
+                "requests (2000 resamples, seeded) of the delta of the p50 (decode rate, TTFT) "
+                "or, for throughput, of the mean per-request rate (closed loop: throughput = "
+                "concurrency x mean per-request rate).")
 
 
 def _profiles(raw: dict) -> dict[tuple, dict]:
@@ -25,10 +27,12 @@ def validate_pair(pair: int, control: dict, candidate: dict, variable: str) -> t
     checked: list[str] = []
     bad: list[dict] = []
 
-    def cmp(where: str, field: str, a, b) -> None:
+    def cmp(where: str, field: str, a, b, kind: str = "boot") -> None:
         checked.append(f"{where}:{field}")
         if a != b:
-            bad.append({"where": where, "field": field, "control": a, "candidate": b})
+            bad.append({"where": where, "field": field, "control": a, "candidate": b,
+                        "files": [control.get("files", {}).get(kind),
+                                  candidate.get("files", {}).get(kind)]})
 
     for inst in sorted(set(control["raw"]) | set(candidate["raw"])):
         pa = _profiles(control["raw"].get(inst, {"instrument": inst, "points": []}))
@@ -36,10 +40,10 @@ def validate_pair(pair: int, control: dict, candidate: dict, variable: str) -> t
         for key in sorted(set(pa) | set(pb), key=str):
             where = f"pair {pair} {key[0]} point={key[1]} run={key[2]}"
             if key not in pa or key not in pb:
-                cmp(where, "present", key in pa, key in pb)
+                cmp(where, "present", key in pa, key in pb, inst)
                 continue
             for field in sorted(set(pa[key]) | set(pb[key])):
-                cmp(where, field, pa[key].get(field), pb[key].get(field))
+                cmp(where, field, pa[key].get(field), pb[key].get(field), inst)
     ba, bb = control["boot"], candidate["boot"]
     where = f"pair {pair} boot receipts"
     cmp(where, "model.sha256", ba["model"].get("sha256"), bb["model"].get("sha256"))

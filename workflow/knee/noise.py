@@ -9,7 +9,18 @@ import numpy as np
 
 from knee.stats import decode_rate, point_summary, ttft
 
-PER_REQUEST = {"decode_rate_p50": decode_rate, "ttft_p50": ttft}
+
+def request_rate(rec: dict) -> float | None:
+    """Output tokens over the request's own send-to-done time."""
+    if rec.get("error") or rec.get("t_done") is None or rec["t_done"] <= rec["t_send"]:
+        return None
+    return rec["output_tokens"] / (rec["t_done"] - rec["t_send"])
+
+
+# metric -> (per-request value, statistic over requests). In a closed loop aggregate
+# throughput is concurrency x the mean per-request rate, so its CI comes from that mean.
+PER_REQUEST = {"decode_rate_p50": (decode_rate, np.median), "ttft_p50": (ttft, np.median),
+               "throughput": (request_rate, np.mean)}
 
 
 def spread_pct(values: list[float | None]) -> float | None:
@@ -36,18 +47,18 @@ def requests_of(raw: dict, point) -> list[dict]:
 
 def bootstrap_delta_ci(control: list[dict], candidate: list[dict], metric: str,
                        seed: int, n: int = 2000) -> list[float] | None:
-    """95% CI of the p50 delta %, resampling requests of each arm with replacement (seeded)."""
-    fn = PER_REQUEST.get(metric)
-    if fn is None:
+    """95% CI of the delta %, resampling requests of each arm with replacement (seeded)."""
+    if metric not in PER_REQUEST:
         return None
+    fn, stat = PER_REQUEST[metric]
     a = [v for v in map(fn, control) if v is not None]
     b = [v for v in map(fn, candidate) if v is not None]
     if len(a) < 2 or len(b) < 2:
         return None
     rng = np.random.default_rng(seed)
     va, vb = np.asarray(a), np.asarray(b)
-    ma = np.median(va[rng.integers(0, len(va), size=(n, len(va)))], axis=1)
-    mb = np.median(vb[rng.integers(0, len(vb), size=(n, len(vb)))], axis=1)
+    ma = stat(va[rng.integers(0, len(va), size=(n, len(va)))], axis=1)
+    mb = stat(vb[rng.integers(0, len(vb), size=(n, len(vb)))], axis=1)
     deltas = 100.0 * (mb - ma) / ma
     lo, hi = np.percentile(deltas[np.isfinite(deltas)], [2.5, 97.5])
     return [float(lo), float(hi)]

@@ -33,7 +33,7 @@ def headline(comparison: dict, bar: dict) -> str:
         return f"bar {bar['verdict']}"
     best = max(gains, key=lambda r: abs(r["delta_pct"]))
     return (f"bar {bar['verdict']}; largest throughput change {best['delta_pct']:+.1f}% "
-            f"at C{best['point']} (pair {best['pair']})")
+            f"at C{best['point']} (pair {best['pair']}, {best.get('noise', 'noise not measured')})")
 
 
 def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list[str]:
@@ -78,13 +78,21 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         headline=headline(comparison, bar))
 
 
-def comparison_markdown(comparison: dict) -> str:
+def comparison_markdown(comparison: dict, bar: dict | None = None) -> str:
     lines = [f"# Comparison: {comparison['experiment']}", "",
              f"Validation: **{comparison['verdict']}** — {len(comparison['fields_checked'])} "
              f"fields checked, {len(comparison['mismatches'])} differ.", ""]
+    if bar is not None:
+        changed = " (**bar changed after measurement**)" if bar["bar_changed"] else ""
+        lines += [f"Bar: **{bar['verdict']}**{changed}", ""]
+        lines += [f"- pair {p['pair']}: {p['verdict']} — " + "; ".join(
+            f"{r['rule']}: {r['verdict']} ({r.get('test') or r.get('reason')}, "
+            f"{r.get('noise', '')})" for r in p["rules"]) for p in bar["pairs"]]
+        lines.append("")
     if comparison["mismatches"]:
-        lines += ["| where | field | control | candidate |", "|---|---|---|---|"]
-        lines += [f"| {m['where']} | {m['field']} | `{m['control']}` | `{m['candidate']}` |"
+        lines += ["| where | field | control | candidate | files |", "|---|---|---|---|---|"]
+        lines += [f"| {m['where']} | {m['field']} | `{m['control']}` | `{m['candidate']}` | "
+                  f"{' / '.join(str(f) for f in m.get('files') or [])} |"
                   for m in comparison["mismatches"]]
         lines += ["", "No delta is rendered for an invalid comparison."]
         return "\n".join(lines) + "\n"
