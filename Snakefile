@@ -22,4 +22,4 @@ onerror:
 rule all:
     default_target: True
     input:
-        f"{R}/README.md",
+        f"{R}/MANIFEST.sha256",

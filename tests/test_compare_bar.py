@@ -1,6 +1,7 @@
 import copy
 
 import pytest
+
 from knee import bar, compare
 
 

@@ -4,9 +4,9 @@ import copy
 import json
 
 import pytest
+
 from knee import compare, jsonio
 from knee.cli import load_sessions
-
 from tests.conftest import ROOT
 
 RUN = ROOT / "tests" / "data" / "run"

@@ -3,9 +3,9 @@ import sys
 
 import pytest
 import yaml
+
 from knee import config
 from knee.jsonio import KneeError
-
 from tests.conftest import ROOT
 
 

@@ -1,9 +1,9 @@
 """Scrape analysis on real scrapes of the embedded engine (ngram, k=5)."""
 
 import pytest
+
 from knee import prom
 from knee.jsonio import KneeError
-
 from tests.conftest import ROOT
 
 DATA = ROOT / "tests" / "data"

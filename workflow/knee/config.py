@@ -152,6 +152,23 @@ def check_bar(config: dict, source: str = "config") -> None:
                             "computes (use a single point, or fixture decode_rate_p50)")
 
 
+def workflow_commit(repo: Path | str = ".") -> dict:
+    """The git commit of the workflow and whether the work tree differs from it."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=30)
+        status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain",
+                                 "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return {"commit": None, "dirty": None}
+    if head.returncode != 0:
+        return {"commit": None, "dirty": None}
+    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
 def make_plan(config: dict, config_path: str = "config") -> dict:
     arms = resolve_arms(config)
     check_one_variable(arms, config["variable"], config_path)
@@ -168,6 +185,7 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
         "protocol": {**config["protocol"], "sessions": sessions(
             config["protocol"]["pairs"], config["protocol"]["order"])},
         "instruments": config["instruments"],
+        "analysis": config["analysis"],
         "bar": config["bar"],
         "bar_sha256": sha256_of(config["bar"]),
     }

@@ -1,4 +1,4 @@
-"""Figures from derived files only (never raw servers): byte-stable PNG and SVG."""
+"""Figures from derived files only (never a server): byte-stable PNG and SVG."""
 
 from __future__ import annotations
 
@@ -11,48 +11,132 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-STABLE = {"svg.hashsalt": "knee", "svg.fonttype": "none"}
+STABLE = {"svg.hashsalt": "knee", "svg.fonttype": "none", "font.size": 9}
+COLORS = {"control": "#888888", "candidate": "#22aa77"}
+NAMES = ("throughput", "ttft", "acceptance", "fixture")
 
 
-def throughput(comparison: dict, out_png: Path, out_svg: Path, title: str) -> None:
-    """Output throughput per concurrency point, control and candidate side by side."""
-    rows = [r for r in comparison["rows"]
-            if r["instrument"] == "sweep" and r["metric"] == "throughput"]
+def schedule_k(plan: dict, points: list[int]) -> dict[str, list[int | None]]:
+    """k at each concurrency point per arm, from num_speculative_tokens(_per_batch_size)."""
+    out = {}
+    for arm, server in plan["arms"].items():
+        spec = server.get("speculative_config") or {}
+        k, ranges = spec.get("num_speculative_tokens"), spec.get(
+            "num_speculative_tokens_per_batch_size") or []
+        ks = []
+        for c in points:
+            hit = [r[2] for r in ranges if r[0] <= c <= r[1]]
+            ks.append(min(hit[0], k) if hit and k else k)
+        out[arm] = ks
+    return out
+
+
+def per_point_bars(comparison: dict, plan: dict, metric: str, ylabel: str, title: str,
+                   out: Path) -> None:
+    """A sweep metric per concurrency point, both arms side by side, each pair's value marked,
+    the candidate's change annotated, a dashed line where the candidate's k changes."""
+    rows = [r for r in comparison["rows"] if r["instrument"] == "sweep"
+            and r["metric"] == metric and r["pair"] != "all"]
     df = pd.DataFrame(rows)
-    with plt.rc_context(STABLE):
-        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-        if df.empty:
-            ax.text(0.5, 0.5, "no valid comparison: nothing to plot", ha="center")
-        else:
-            df["point"] = df["point"].astype(int)
-            points = sorted(df["point"].unique())
-            x = range(len(points))
-            mean = df.groupby("point")[["control", "candidate"]].mean().loc[points]
-            w = 0.38
-            ax.bar([i - w / 2 for i in x], mean["control"], w, label="control", color="#888")
-            ax.bar([i + w / 2 for i in x], mean["candidate"], w, label="candidate",
-                   color="#2a7")
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    if df.empty:
+        ax.text(0.5, 0.5, "no valid comparison: nothing to plot", ha="center")
+    else:
+        df["point"] = df["point"].astype(int)
+        points = sorted(df["point"].unique())
+        mean = df.groupby("point")[["control", "candidate"]].mean().loc[points]
+        w = 0.38
+        for off, arm in ((-w / 2, "control"), (w / 2, "candidate")):
+            ax.bar([i + off for i in range(len(points))], mean[arm], w, label=arm,
+                   color=COLORS[arm])
             for _, r in df.iterrows():
-                i = points.index(r["point"])
-                ax.plot(i - w / 2, r["control"], "k.", ms=4)
-                ax.plot(i + w / 2, r["candidate"], "k.", ms=4)
-            for i, p in enumerate(points):
-                gain = 100 * (mean.loc[p, "candidate"] / mean.loc[p, "control"] - 1)
-                top = max(mean.loc[p, "control"], mean.loc[p, "candidate"])
-                ax.annotate(f"{gain:+.1f}%", (i, top), ha="center", va="bottom", fontsize=8)
-            ax.set_xticks(list(x), [f"C{p}" for p in points])
-        ax.set_xlabel("concurrency (closed loop)")
-        ax.set_ylabel("output throughput (tok/s)")
-        ax.set_title(title)
+                ax.plot(points.index(r["point"]) + off, r[arm], "k.", ms=4)
+        for i, p in enumerate(points):
+            change = 100 * (mean.loc[p, "candidate"] / mean.loc[p, "control"] - 1)
+            top = max(mean.loc[p, "control"], mean.loc[p, "candidate"])
+            ax.annotate(f"{change:+.1f}%", (i, top), ha="center", va="bottom", fontsize=8)
+        ks = schedule_k(plan, points)["candidate"]
+        for i in range(1, len(points)):
+            if ks[i] != ks[i - 1]:
+                ax.axvline(i - 0.5, color="k", ls="--", lw=1)
+                ax.annotate(f"candidate k={ks[i - 1]} | k={ks[i]}", (i - 0.5, ax.get_ylim()[1]),
+                            ha="center", va="top", fontsize=8)
+        ax.set_xticks(range(len(points)), [f"C{p}" for p in points])
         ax.legend(loc="upper left")
-        fig.tight_layout()
-        out_png.parent.mkdir(parents=True, exist_ok=True)
-        _save(fig, Path(out_png), metadata={"Software": None})
-        _save(fig, Path(out_svg), metadata={"Date": None, "Creator": None})
-        plt.close(fig)
+    ax.set_xlabel("concurrency (closed loop)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    save(fig, out)
 
 
-def _save(fig, path: Path, **kw) -> None:
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    fig.savefig(tmp, **kw)
-    os.replace(tmp, path)
+def acceptance(table: list[dict], threshold: float, title: str, out: Path) -> None:
+    """Per-position acceptance rate of each session's sweep window, the threshold, the knee."""
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    windows = [w for w in table if w["speculation"] == "on" and w["instrument"] == "sweep"]
+    for w in windows:
+        arm = w["session"].split("-", 1)[1]
+        rates = w["per_position_rate"]
+        xs = range(1, len(rates) + 1)
+        ax.plot(xs, rates, "o-", color=COLORS.get(arm, "k"), alpha=0.8, label=w["session"])
+        if w["knee_position"]:
+            k = w["knee_position"]
+            ax.plot(k, rates[k - 1], "x", color="red", ms=10, mew=2)
+    positions = max((len(w["per_position_rate"]) for w in windows), default=0)
+    ax.set_xticks(range(1, positions + 1))
+    ax.axhline(threshold, color="red", ls=":", lw=1, label=f"knee threshold {threshold}")
+    if not windows:
+        ax.text(0.5, 0.5, "no speculative window", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("draft position")
+    ax.set_ylabel("acceptance rate (accepted at position / drafts)")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title)
+    ax.legend(loc="upper right", fontsize=7)
+    save(fig, out)
+
+
+def fixture(comparison: dict, title: str, out: Path) -> None:
+    """Each fixture class: the range of the control boots, the candidate of every pair."""
+    classes = comparison.get("fixture_classes") or []
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    for i, c in enumerate(classes):
+        lo, hi = c["control_range"]
+        ax.plot([i, i], [lo, hi], color=COLORS["control"], lw=8, alpha=0.6,
+                label="control range (all boots)" if i == 0 else None)
+        ax.plot([i] * len(c["candidate"]), c["candidate"], "o", color=COLORS["candidate"],
+                label="candidate (each pair)" if i == 0 else None)
+        if c["flag"]:
+            ax.annotate("same sign every pair", (i, hi), ha="center", va="bottom", fontsize=7)
+    if not classes:
+        ax.text(0.5, 0.5, "no fixture comparison", ha="center", transform=ax.transAxes)
+    else:
+        ax.set_xticks(range(len(classes)), [c["class"] for c in classes])
+        ax.legend(loc="best", fontsize=8)
+    ax.set_ylabel("single-stream decode rate p50 (tok/s)")
+    ax.set_title(title)
+    save(fig, out)
+
+
+def render_all(plan: dict, comparison: dict, table: list[dict], out_dir: Path) -> list[Path]:
+    name = plan["name"]
+    threshold = plan.get("analysis", {}).get("knee_threshold", 0.2)
+    with plt.rc_context(STABLE):
+        per_point_bars(comparison, plan, "throughput", "output throughput (tok/s)",
+                       f"{name}: output throughput per concurrency", out_dir / "throughput")
+        per_point_bars(comparison, plan, "ttft_p50", "TTFT p50 (s)",
+                       f"{name}: time to first token per concurrency", out_dir / "ttft")
+        acceptance(table, threshold, f"{name}: per-position acceptance (sweep windows)",
+                   out_dir / "acceptance")
+        fixture(comparison, f"{name}: fixture classes against the control range",
+                out_dir / "fixture")
+    return [out_dir / f"{n}.{ext}" for n in NAMES for ext in ("png", "svg")]
+
+
+def save(fig, stem: Path) -> None:
+    """PNG and SVG, without timestamps, each written to a temp name and renamed."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
+        tmp = stem.with_name(f".{stem.name}.tmp.{ext}")
+        fig.savefig(tmp, metadata=meta)
+        os.replace(tmp, stem.with_name(f"{stem.name}.{ext}"))
+    plt.close(fig)

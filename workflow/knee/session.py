@@ -18,6 +18,7 @@ from pathlib import Path
 
 from knee import jsonio, receipts
 from knee.instruments import REGISTRY
+from knee.results import instrument_names
 from knee.runtime import endpoint
 from knee.runtime.process import Engine, redact, server_argv, split_cpus
 
@@ -28,10 +29,6 @@ def _raise_on_signal(signum, _frame):
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def instrument_names(plan: dict) -> list[str]:
-    return [name for name in REGISTRY if name in plan["instruments"]]
 
 
 def session_info(plan: dict, sid: str) -> dict:

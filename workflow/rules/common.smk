@@ -4,7 +4,7 @@ import sys
 
 from knee import config as knee_config
 from knee.jsonio import KneeError
-from knee.session import instrument_names
+from knee.results import instrument_names
 from snakemake.logging import logger
 
 DEFAULT_CONFIG = "config/config.yaml"
@@ -20,7 +20,9 @@ def load_config():
         config.update(knee_config.deep_merge(knee_config.load_raw(DEFAULT_CONFIG), given))
     try:
         config.update(knee_config.validate(config, source))
-        return knee_config.make_plan(config, source)
+        return knee_config.make_plan(config, source) | {
+            "workflow": knee_config.workflow_commit(workflow.basedir)
+        }
     except KneeError as e:
         raise WorkflowError(str(e)) from None
 
@@ -52,6 +54,17 @@ def get_model_input(wildcards):
 def get_engine_input(wildcards):
     """The process runtime runs the embedded engine environment; docker brings its own."""
     return rules.engine_env.output if PLAN["runtime"]["kind"] == "process" else []
+
+
+FIGURES = ("throughput", "ttft", "acceptance", "fixture")
+
+
+def get_results_dir(wildcards, output):
+    return os.path.dirname(output[0])
+
+
+def get_figures_dir(wildcards, output):
+    return os.path.dirname(output[0])
 
 
 def get_venv(wildcards, output):

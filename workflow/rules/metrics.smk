@@ -7,13 +7,13 @@ rule window_metrics:
         boot=f"{R}/receipts/{{sid}}-boot.json",
     output:
         f"{R}/raw/{{sid}}/{{instrument}}.metrics.json",
-    conda:
-        "../../envs/workflow.yaml"
     log:
         f"{R}/logs/metrics/{{sid}}-{{instrument}}.log",
+    localrule: True
+    conda:
+        "../../envs/workflow.yaml"
     params:
         knee_threshold=config["analysis"]["knee_threshold"],
-    localrule: True
     shell:
         "knee metrics --raw {input.raw} --before {input.before} --after {input.after}"
         " --boot {input.boot} --knee-threshold {params.knee_threshold} --out {output}"
@@ -26,10 +26,10 @@ rule acceptance:
         get_all_metrics,
     output:
         f"{R}/comparison/acceptance.json",
-    conda:
-        "../../envs/workflow.yaml"
     log:
         f"{R}/logs/acceptance.log",
     localrule: True
+    conda:
+        "../../envs/workflow.yaml"
     shell:
         "knee acceptance --out {output} {input} > {log} 2>&1"

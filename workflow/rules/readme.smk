@@ -1,23 +1,38 @@
-rule figure_throughput:
-    """Output throughput per concurrency point, both arms."""
+rule figures_render:
+    """Every figure, from derived files only: throughput and TTFT per concurrency, per-position
+    acceptance, fixture classes against the control range."""
     input:
+        plan=f"{R}/plan.json",
         comparison=rules.compare.output.json,
+        acceptance=rules.acceptance.output,
         code="workflow/knee/figures.py",
     output:
-        png=report(
-            f"{R}/figures/throughput.png",
-            caption="../report/throughput.rst",
-            category="Figures",
-        ),
-        svg=f"{R}/figures/throughput.svg",
+        **{
+            f"{name}_png": report(
+                f"{R}/figures/{name}.png",
+                caption=f"../report/{name}.rst",
+                category="Figures",
+            )
+            for name in FIGURES
+        },
+        **{f"{name}_svg": f"{R}/figures/{name}.svg" for name in FIGURES},
     log:
-        f"{R}/logs/figure_throughput.log",
+        f"{R}/logs/figures.log",
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    params:
+        out_dir=get_figures_dir,
     shell:
-        "knee figures --comparison {input.comparison} --out-png {output.png} --out-svg {output.svg}"
-        " > {log} 2>&1"
+        "knee figures --plan {input.plan} --comparison {input.comparison}"
+        " --acceptance {input.acceptance} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule figures:
+    """Named target: re-render the figures from existing raw data (boots nothing)."""
+    input:
+        rules.figures_render.output,
+    localrule: True
 
 
 rule readme:
@@ -27,7 +42,7 @@ rule readme:
         comparison=rules.compare.output.json,
         bar=rules.bar.output,
         acceptance=rules.acceptance.output,
-        figure=rules.figure_throughput.output.png,
+        figures=rules.figures_render.output,
         boots=get_all_sessions("boot"),
         template="workflow/knee/templates/README.md.j2",
     output:
@@ -40,3 +55,20 @@ rule readme:
     shell:
         "knee readme --plan {input.plan} --comparison {input.comparison} --bar {input.bar}"
         " --acceptance {input.acceptance} --out {output} > {log} 2>&1"
+
+
+rule manifest:
+    """sha256 of every raw and derived file, written last."""
+    input:
+        rules.readme.output,
+    output:
+        f"{R}/MANIFEST.sha256",
+    log:
+        f"{R}/logs/manifest.log",
+    localrule: True
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        results=get_results_dir,
+    shell:
+        "knee manifest {params.results} > {log} 2>&1"

@@ -1,0 +1,100 @@
+"""knee audit and knee trace on the committed example results (a real run of the default)."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from knee import audit
+from tests.conftest import ROOT
+
+EXAMPLE = ROOT / "results" / "ksched-cpu"
+
+
+@pytest.fixture
+def results(tmp_path):
+    copy = tmp_path / "ksched-cpu"
+    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("logs", "failed", ".*"))
+    for p in copy.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return copy
+
+
+def test_the_published_example_passes_the_audit(results):
+    assert audit.audit(results) == []
+
+
+def test_cli_audit_exit_codes(results):
+    ok = subprocess.run([sys.executable, "-m", "knee", "audit", str(results)],
+                        capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stdout
+    (results / "raw" / "1-control" / "sweep.prom.after").write_text("# emptied\n")
+    bad = subprocess.run([sys.executable, "-m", "knee", "audit", str(results)],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 4 and "raw/1-control/sweep.prom.after" in bad.stdout
+
+
+def edit_json(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def test_a_tampered_raw_record_is_caught_and_named(results):
+    def faster(d):
+        d["points"][0]["records"][0]["t_last"] *= 0.5
+    edit_json(results / "raw" / "1-candidate" / "sweep.json", faster)
+    problems = "\n".join(audit.audit(results))
+    assert "MANIFEST.sha256" in problems and "raw/1-candidate/sweep.json does not match" in problems
+    assert "comparison/comparison.json#/rows/" in problems  # the derived numbers no longer follow
+
+
+def test_a_tampered_derived_file_is_caught_and_named(results):
+    def better(d):
+        d["rows"][0]["candidate"] *= 1.1
+    edit_json(results / "comparison" / "comparison.json", better)
+    problems = audit.audit(results)
+    assert "comparison/comparison.json#/rows/0/candidate: differs from the recomputation" in \
+        "\n".join(problems)
+
+
+def test_a_tampered_readme_number_is_caught_and_named(results):
+    readme = results / "README.md"
+    data = json.loads((results / "comparison" / "comparison.json").read_text())
+    shown = f"{data['rows'][0]['candidate']:.2f}"
+    text = readme.read_text()
+    assert shown in text
+    readme.write_text(text.replace(shown, f"{float(shown) * 1.2:.2f}", 1))
+    problems = "\n".join(audit.audit(results))
+    assert "README.md:" in problems and "differs from the recomputation" in problems
+
+
+def test_a_tampered_receipt_is_caught_and_named(results):
+    def other_config(d):
+        d["config_sha256"] = "0" * 64
+    edit_json(results / "receipts" / "2-control-boot.json", other_config)
+    problems = "\n".join(audit.audit(results))
+    assert "receipts/2-control-boot.json: config_sha256 0000" in problems
+
+
+def test_trace_prints_the_chain_from_readme_to_config(results):
+    data = json.loads((results / "comparison" / "bar.json").read_text())
+    shown = f"{data['pairs'][0]['rules'][-1]['candidate']:.2f}"
+    chain = "\n".join(audit.trace(results, shown))
+    assert "README.md:" in chain and "comparison/bar.json#/pairs/0/rules/" in chain
+    assert "raw/1-candidate/sweep.json" in chain and "request records" in chain
+    assert "receipts/1-candidate-boot.json" in chain and "argv:" in chain
+    assert "config_sha256" in chain or "config " in chain
+    assert "workflow commit" in chain
+
+
+def test_analysis_modules_cannot_reach_a_server():
+    code = ("import sys, knee.audit, knee.figures, knee.readme, knee.compare, knee.bar, "
+            "knee.prom, knee.results\n"
+            "bad = [m for m in sys.modules if m.startswith(('knee.runtime', 'knee.client', "
+            "'knee.session', 'knee.instruments', 'httpx'))]\n"
+            "assert not bad, bad")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr

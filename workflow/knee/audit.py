@@ -1,0 +1,214 @@
+"""Audit a results folder and trace a published number back to what produced it.
+
+Offline by construction: recomputes from raw files through the same code paths as the
+workflow (analysis, comparison, bar, README), never imports the runtime or the client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from knee import compare, jsonio, prom, readme, stats
+from knee.jsonio import KneeError
+from knee.results import instrument_names, judge_bar, load_sessions
+
+MANIFEST = "MANIFEST.sha256"
+LISTED = ("plan.json", "README.md", "receipts", "raw", "comparison", "figures")
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def manifest_lines(root: Path) -> list[str]:
+    """sha256sum-compatible lines for every raw and derived file of an experiment."""
+    files = []
+    for name in LISTED:
+        p = root / name
+        files += [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
+    return [f"{sha256_file(f)}  {f.relative_to(root).as_posix()}" for f in files
+            if not f.name.startswith(".")]
+
+
+def diff(a, b, pointer: str = "") -> list[str]:
+    """JSON pointers where two documents differ (floats compared to 1e-9 relative)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b), key=str):
+            if k not in a or k not in b:
+                out.append(f"{pointer}/{k}")
+            else:
+                out += diff(a[k], b[k], f"{pointer}/{k}")
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [pointer or "/"]
+        return [p for i, (x, y) in enumerate(zip(a, b, strict=True))
+                for p in diff(x, y, f"{pointer}/{i}")]
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return [] if abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)) else [pointer]
+        except TypeError:
+            return [pointer]
+    return [] if a == b else [pointer or "/"]
+
+
+def recompute_metrics(root: Path, sid: str, inst: str, knee_threshold: float) -> dict:
+    raw = jsonio.read(root / "raw" / sid / f"{inst}.json", "raw")
+    boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
+    before, after = (root / "raw" / sid / f"{inst}.prom.{w}" for w in ("before", "after"))
+    records = [r for p in raw["points"] for r in p["records"]]
+    records += (raw.get("warmup") or {}).get("records", [])
+    return prom.window_deltas(
+        before.read_text(), after.read_text(), f"{sid}/{inst}", requests=len(records),
+        speculation=bool(boot["server"].get("speculative_config")),
+        client_tokens=sum(r["output_tokens"] for r in records),
+        files=f"{before}, {after}", knee_threshold=knee_threshold) | {
+        "client_latency": stats.window_client_summary(records)}
+
+
+def check_manifest(root: Path) -> list[str]:
+    path = root / MANIFEST
+    if not path.is_file():
+        return [f"{path}: missing"]
+    problems, listed = [], set()
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        digest, _, name = line.partition("  ")
+        listed.add(name)
+        f = root / name
+        if not f.is_file():
+            problems.append(f"{path}:{n}: {name} is listed but missing")
+        elif sha256_file(f) != digest:
+            problems.append(f"{path}:{n}: {name} does not match its sha256 (changed after "
+                            "the manifest was written)")
+    for line in manifest_lines(root):
+        name = line.split("  ", 1)[1]
+        if name not in listed and name != MANIFEST:
+            problems.append(f"{path}: {name} is not listed")
+    return problems
+
+
+def audit(root: Path) -> list[str]:
+    """Everything that disagrees, as lines naming the file and the field; empty if all agree."""
+    root = Path(root)
+    plan = jsonio.read(root / "plan.json", "plan")
+    problems = check_manifest(root)
+    sessions = [s["id"] for s in plan["protocol"]["sessions"]]
+    for sid in sessions:
+        boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
+        if boot.get("config_sha256") != plan["config_sha256"]:
+            problems.append(f"receipts/{sid}-boot.json: config_sha256 {boot.get('config_sha256')}"
+                            f" != plan.json config_sha256 {plan['config_sha256']}")
+        digest = (plan["runtime"].get("image") or {}).get("digest")
+        if digest and boot.get("image_digest") != digest:
+            problems.append(f"receipts/{sid}-boot.json: image_digest {boot.get('image_digest')}"
+                            f" != plan.json runtime.image.digest {digest}")
+    threshold = plan["analysis"]["knee_threshold"]
+    windows, sources = [], []
+    for sid in sessions:
+        for inst in instrument_names(plan):
+            path = root / "raw" / sid / f"{inst}.metrics.json"
+            try:
+                fresh = recompute_metrics(root, sid, inst, threshold)
+            except KneeError as e:
+                problems.append(f"{path}: cannot be recomputed: {e}")
+                continue
+            stored = jsonio.read(path, "metrics")
+            problems += [f"{path}#{p}: differs from the recomputation" for p in
+                         diff({k: stored.get(k) for k in fresh}, fresh)]
+            windows.append(stored)
+            sources.append(str(path))
+    comparison = compare.compare(plan, load_sessions(plan, root))
+    stored = jsonio.read(root / "comparison" / "comparison.json", "comparison")
+    problems += [f"comparison/comparison.json#{p}: differs from the recomputation"
+                 for p in diff({k: stored.get(k) for k in comparison}, comparison)]
+    bar = judge_bar(plan, comparison, root)
+    stored_bar = jsonio.read(root / "comparison" / "bar.json", "bar")
+    problems += [f"comparison/bar.json#{p}: differs from the recomputation"
+                 for p in diff({k: stored_bar.get(k) for k in bar}, bar)]
+    acceptance = {"windows": prom.acceptance_table(windows, sources)}
+    boots = [jsonio.read(root / "receipts" / f"{s}-boot.json", "boot") for s in sessions]
+    text = readme.render(plan, comparison, bar, boots, acceptance)
+    published = (root / "README.md").read_text().splitlines()
+    for n, (a, b) in enumerate(zip(published, text.splitlines(), strict=False), 1):
+        if a != b:
+            problems.append(f"README.md:{n}: differs from the recomputation: {a!r} != {b!r}")
+    if len(published) != len(text.splitlines()):
+        problems.append(f"README.md: {len(published)} lines, recomputation has "
+                        f"{len(text.splitlines())}")
+    return problems
+
+
+LINK = re.compile(r"\[([^\]]*)\]\(([^)#]+)#([^)]*)\)")
+
+
+def trace(root: Path, query: str) -> list[str]:
+    """The chain behind a README number (or a file#pointer): derived -> raw -> boot -> config."""
+    root = Path(root)
+    plan = jsonio.read(root / "plan.json", "plan")
+    hits = []
+    if "#" in query:
+        hits.append(("(given)", *query.split("#", 1)))
+    else:
+        for n, line in enumerate((root / "README.md").read_text().splitlines(), 1):
+            for text, target, pointer in LINK.findall(line):
+                if query in text:
+                    hits.append((f"README.md:{n}", target, pointer))
+    if not hits:
+        raise KneeError(f"{root}/README.md: no linked number matches {query!r}")
+    out = []
+    for where, target, pointer in hits:
+        doc = jsonio.read(root / target)
+        value = resolve(doc, pointer)
+        out.append(f"{where} -> {target}#{pointer} = {value!r}")
+        out += [f"  {line}" for line in provenance(root, plan, target, doc, pointer)]
+    return out
+
+
+def resolve(doc, pointer: str):
+    for part in [p for p in pointer.split("/") if p]:
+        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+    return doc
+
+
+def provenance(root: Path, plan: dict, target: str, doc: dict, pointer: str) -> list[str]:
+    parts = [p for p in pointer.split("/") if p]
+    row = None
+    if target.endswith("comparison.json") and parts[:1] == ["rows"]:
+        row = doc["rows"][int(parts[1])]
+    elif target.endswith("bar.json") and parts[:1] == ["pairs"]:
+        rule = doc["pairs"][int(parts[1])]["rules"][int(parts[3])]
+        row = {**rule, "pair": doc["pairs"][int(parts[1])]["pair"]}
+    lines = []
+    if row is not None:
+        pairs = [row["pair"]] if row["pair"] != "all" else range(1, plan["protocol"]["pairs"] + 1)
+        for pair in pairs:
+            for arm in ("control", "candidate"):
+                sid = f"{pair}-{arm}"
+                raw = jsonio.read(root / "raw" / sid / f"{row['instrument']}.json", "raw")
+                pts = [p for p in raw["points"] if str(row["point"]) in ("all", str(p["point"]))]
+                n = sum(len(p["records"]) for p in pts)
+                fps = sorted({p["profile"]["prompt_sha256"][:16] for p in pts})
+                lines.append(f"raw/{sid}/{row['instrument']}.json: {len(pts)} point run(s), "
+                             f"{n} request records, prompt sha256 {', '.join(fps)}")
+                lines += boot_lines(root, sid)
+    elif "/raw/" in f"/{target}":
+        sid = Path(target).parent.name
+        lines.append(f"scrapes: {', '.join(doc.get('scrapes', []))}")
+        lines += boot_lines(root, sid)
+    wf = plan.get("workflow", {})
+    lines.append(f"plan.json: config {plan['config_file']} sha256 {plan['config_sha256']}, "
+                 f"bar sha256 {plan['bar_sha256'][:16]}, workflow commit "
+                 f"{wf.get('commit', 'unknown')}{' (dirty)' if wf.get('dirty') else ''}")
+    return lines
+
+
+def boot_lines(root: Path, sid: str) -> list[str]:
+    boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
+    pkgs = ", ".join(f"{k} {v}" for k, v in boot["engine"]["packages"].items() if v)
+    return [f"receipts/{sid}-boot.json: {boot['runtime']} runtime, image digest "
+            f"{boot.get('image_digest') or 'n/a'}, model sha256 "
+            f"{(boot['model'].get('sha256') or 'n/a')[:16]}, {pkgs}",
+            f"  argv: {' '.join(boot['argv'])}"]
