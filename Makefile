@@ -21,6 +21,6 @@ test: venv
 	$(BIN)/pytest -ra
 
 lint: venv
-	$(BIN)/ruff check workflow tests
+	$(BIN)/ruff check workflow tests bench
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/snakemake --lint

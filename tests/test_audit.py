@@ -43,12 +43,14 @@ def edit_json(path, change):
 
 
 def test_a_tampered_raw_record_is_caught_and_named(results):
-    def faster(d):
-        d["points"][0]["records"][0]["t_last"] *= 0.5
-    edit_json(results / "raw" / "1-candidate" / "sweep.json", faster)
+    def more_tokens(d):
+        d["points"][0]["records"][0]["output_tokens"] += 100
+    edit_json(results / "raw" / "1-candidate" / "sweep.json", more_tokens)
     problems = "\n".join(audit.audit(results))
     assert "MANIFEST.sha256" in problems and "raw/1-candidate/sweep.json does not match" in problems
-    assert "comparison/comparison.json#/rows/" in problems  # the derived numbers no longer follow
+    # the derived numbers no longer follow from it
+    assert "comparison/comparison.json#/rows/" in problems
+    assert "raw/1-candidate/sweep.metrics.json#/client_output_tokens" in problems
 
 
 def test_a_tampered_derived_file_is_caught_and_named(results):

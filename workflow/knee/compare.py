@@ -14,8 +14,9 @@ METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
 NOISE_METHOD = ("Noise: noise_pct is the largest of the run-to-run spread of either arm at the "
                 "point and the control's spread across its boots; ci95 is a bootstrap over "
                 "requests (2000 resamples, seeded) of the delta of the p50 (decode rate, TTFT) "
-                "or, for throughput, of the mean per-request rate (closed loop: throughput = "
-                "concurrency x mean per-request rate).")
+                "or, for throughput, the spread of the delta of the mean per-request rate "
+                "(closed loop: throughput ~ concurrency x mean per-request rate) centred on the "
+                "aggregate delta.")
 
 
 def _profiles(raw: dict) -> dict[tuple, dict]:
@@ -97,7 +98,8 @@ def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict,
                 spreads = [noise.run_spread(ra, m).get(point), noise.run_spread(rb, m).get(point),
                            drift.get((inst, point, m))]
                 rows.append(row(inst, point, pair, m, a, b, spreads, noise.bootstrap_delta_ci(
-                    noise.requests_of(ra, point), noise.requests_of(rb, point), m, seed)))
+                    noise.requests_of(ra, point), noise.requests_of(rb, point), m, seed,
+                    centre=delta_pct(a, b) if m == "throughput" else None)))
     return rows
 
 
@@ -137,7 +139,9 @@ def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, seed: int) -> list
                 ca = [r for c, _ in pairs for r in noise.requests_of(c["raw"][inst], point)]
                 cb = [r for _, d in pairs for r in noise.requests_of(d["raw"][inst], point)]
                 rows.append(row(inst, point, "all", m, a, b, [drift.get((inst, point, m))],
-                                noise.bootstrap_delta_ci(ca, cb, m, seed)))
+                                noise.bootstrap_delta_ci(
+                                    ca, cb, m, seed,
+                                    centre=delta_pct(a, b) if m == "throughput" else None)))
     return rows
 
 

@@ -46,8 +46,12 @@ def requests_of(raw: dict, point) -> list[dict]:
 
 
 def bootstrap_delta_ci(control: list[dict], candidate: list[dict], metric: str,
-                       seed: int, n: int = 2000) -> list[float] | None:
-    """95% CI of the delta %, resampling requests of each arm with replacement (seeded)."""
+                       seed: int, n: int = 2000,
+                       centre: float | None = None) -> list[float] | None:
+    """95% CI of the delta %, resampling requests of each arm with replacement (seeded).
+
+    With `centre` (the aggregate throughput delta, which is not a per-request statistic) the
+    interval is the bootstrap spread of the per-request statistic's delta moved onto it."""
     if metric not in PER_REQUEST:
         return None
     fn, stat = PER_REQUEST[metric]
@@ -61,6 +65,9 @@ def bootstrap_delta_ci(control: list[dict], candidate: list[dict], metric: str,
     mb = stat(vb[rng.integers(0, len(vb), size=(n, len(vb)))], axis=1)
     deltas = 100.0 * (mb - ma) / ma
     lo, hi = np.percentile(deltas[np.isfinite(deltas)], [2.5, 97.5])
+    if centre is not None:
+        own = 100.0 * (stat(vb) - stat(va)) / stat(va)
+        lo, hi = lo - own + centre, hi - own + centre
     return [float(lo), float(hi)]
 
 

@@ -12,7 +12,10 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 
 def fmt(x) -> str:
-    return "–" if x is None else f"{x:.2f}"
+    """Two decimals, or four significant digits for small values (TTFT in seconds)."""
+    if x is None:
+        return "–"
+    return f"{x:.4g}" if abs(x) < 10 else f"{x:.2f}"
 
 
 def ms(hist: dict | None) -> str:

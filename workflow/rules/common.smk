@@ -59,6 +59,11 @@ def get_engine_input(wildcards):
 FIGURES = ("throughput", "ttft", "acceptance", "fixture")
 
 
+def get_code(*modules):
+    """The analysis modules a rule runs: editing one re-runs only the rules that use it."""
+    return [f"workflow/knee/{m}.py" for m in modules]
+
+
 def get_results_dir(wildcards, output):
     return os.path.dirname(output[0])
 

@@ -5,6 +5,7 @@ rule window_metrics:
         before=f"{R}/raw/{{sid}}/{{instrument}}.prom.before",
         after=f"{R}/raw/{{sid}}/{{instrument}}.prom.after",
         boot=f"{R}/receipts/{{sid}}-boot.json",
+        code=get_code("prom", "stats"),
     output:
         f"{R}/raw/{{sid}}/{{instrument}}.metrics.json",
     log:

@@ -45,6 +45,7 @@ rule readme:
         figures=rules.figures_render.output,
         boots=get_all_sessions("boot"),
         template="workflow/knee/templates/README.md.j2",
+        code=get_code("readme"),
     output:
         f"{R}/README.md",
     log:
