@@ -48,8 +48,8 @@ def main() -> int:
     before = digest(raw)
     baseline = set(subprocess.run(["pgrep", "-f", "vllm.entrypoints"], capture_output=True,
                                   text=True).stdout.split())
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", a.configfile,
-           "figures", "readme", "--forcerun", "figures_render", "readme"]
+    cmd = [sys.executable, "-m", "snakemake", "figures", "readme", "--cores", "1",
+           "--forcerun", "figures_render", "readme", "--configfile", a.configfile]
     for i in range(a.repeat):
         seen: set = set()
         stop = threading.Event()

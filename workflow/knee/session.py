@@ -84,7 +84,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
             "cpus": {"engine": engine_cpus, "client": client_cpus},
             "server": arm, "model": model, "engine": jsonio.read(engine_info),
             "hardware": receipts.hardware(), "config_sha256": plan["config_sha256"],
-            "bar_sha256": plan["bar_sha256"],
+            "bar_sha256": plan["bar_sha256"], "workflow": plan.get("workflow"),
             "compile_cache": {**cache_before, "keys_after": cache_after["keys"],
                               "new_keys": sorted(set(cache_after["keys"]) -
                                                  set(cache_before["keys"]))},

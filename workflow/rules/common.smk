@@ -48,12 +48,20 @@ wildcard_constraints:
 
 def get_model_input(wildcards):
     """The generated model is a workflow output; a given model path is used as it is."""
-    return [MODEL["path"]] if MODEL["generated"] else []
+    return [MODEL["path"]] if MODEL["generated"] and not session_done(wildcards.sid) else []
+
+
+def session_done(sid):
+    """A finished session (every output present) depends on nothing: a fresh clone of
+    published results neither builds an engine nor asks to measure again."""
+    return all(os.path.exists(p) for p in session_outputs(sid).values())
 
 
 def get_engine_input(wildcards):
     """The process runtime runs the embedded engine environment; docker brings its own."""
-    return rules.engine_env.output if PLAN["runtime"]["kind"] == "process" else []
+    if session_done(wildcards.sid) or PLAN["runtime"]["kind"] != "process":
+        return []
+    return rules.engine_env.output
 
 
 FIGURES = ("throughput", "ttft", "acceptance", "fixture")
@@ -80,7 +88,9 @@ def get_venv(wildcards, output):
 def get_previous_stop(wildcards):
     """The protocol in the DAG: a boot waits for the previous session's stop receipt."""
     after = SESSIONS[wildcards.sid]["after"]
-    return [f"{R}/receipts/{after}-stop.json"] if after else []
+    if not after or session_done(wildcards.sid):
+        return []
+    return [f"{R}/receipts/{after}-stop.json"]
 
 
 def get_session_params(wildcards):
