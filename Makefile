@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CONFIG ?= config/config.yaml
+# results/ksched-cpu holds the published example run; `make run` measures into results/$(NAME)
+NAME ?= ksched-cpu-local
 
 .PHONY: run test lint venv clean-venv
 
@@ -15,7 +17,7 @@ $(BIN)/knee: envs/workflow.txt pyproject.toml
 	touch $@
 
 run: venv
-	$(BIN)/snakemake --cores all --configfile $(CONFIG)
+	$(BIN)/snakemake --cores all --configfile $(CONFIG) --config name=$(NAME)
 
 test: venv
 	$(BIN)/pytest -ra
