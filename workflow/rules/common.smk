@@ -68,7 +68,7 @@ FIGURES = ("throughput", "ttft", "acceptance", "fixture")
 
 
 def get_code(*modules):
-    """The analysis modules a rule runs: editing one re-runs only the rules that use it."""
+    """The analysis modules of a step. Editing one re-runs only the steps that use it."""
     return [f"workflow/knee/{m}.py" for m in modules]
 
 
