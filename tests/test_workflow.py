@@ -26,6 +26,7 @@ def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> 
         {"concurrency": [1, 4], "runs": 1, "output_tokens": 32, "warmup_requests": 1, **sweep})
     cfg["instruments"]["fixture"].update({"classes": ["shell", "tool_json"], "requests": 1,
                                           "output_tokens": 32})
+    cfg["instruments"]["depth"].update({"depths": [64, 512], "output_tokens": 32})
     points = cfg["instruments"]["sweep"]["concurrency"]
     cfg["bar"]["rules"] = [r for r in cfg["bar"]["rules"] if r["point"] in (*points, "all")]
     cfg["bar"]["rules"].append({"name": "top gain", "instrument": "sweep",
@@ -111,6 +112,12 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     raw = root / "raw" / "1-control" / "sweep.json"
     assert not os.access(raw, os.W_OK) or os.geteuid() == 0  # protected (root may still write)
     assert (raw.stat().st_mode & 0o222) == 0
+    depth_raw = jsonio.read(root / "raw" / "1-control" / "depth.json", "raw")
+    assert [p["prefix_cache"]["hits"] for p in depth_raw["points"]] == [0, 0]
+    assert [p["records"][0]["prompt_tokens"] for p in depth_raw["points"]] == [64, 512]
+    assert len(comparison["depth_curves"]) == 2
+    profile = depth_raw["points"][0]["profile"]
+    assert len(profile) >= 26 and profile["prompt_tokens"] == [64]
     png = root / "figures" / "throughput.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -6,7 +6,7 @@ engine version matches, and the resolved servers differ only in the declared var
 
 from __future__ import annotations
 
-from knee import noise
+from knee import depthcurve, noise
 from knee.config import differences
 from knee.stats import decode_rate, pct, point_summary
 
@@ -185,7 +185,10 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
         if n > 1:
             rows += across_pairs(pairs, drift, seed)
         classes = fixture_classes(pairs)
+    curves = [] if bad else [
+        {"pair": pair, "arm": arm, **depthcurve.curve(s["raw"]["depth"])}
+        for (pair, arm), s in sorted(sessions.items()) if "depth" in s["raw"]]
     return {"experiment": plan["name"], "verdict": "INVALID" if bad else "VALID",
             "variable": plan["variable"], "fields_checked": checked, "mismatches": bad,
-            "rows": rows, "fixture_classes": classes,
+            "rows": rows, "fixture_classes": classes, "depth_curves": curves,
             "noise_method": NOISE_METHOD}

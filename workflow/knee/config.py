@@ -141,6 +141,8 @@ def check_bar(config: dict, source: str = "config") -> None:
                             "under instruments")
         if rule["instrument"] == "sweep":
             points, metric_ok = inst["sweep"]["concurrency"], True
+        elif rule["instrument"] == "depth":
+            points, metric_ok = inst["depth"]["depths"], rule["point"] != "all"
         else:
             points = inst["fixture"]["classes"]
             metric_ok = rule["metric"] == "decode_rate_p50" or rule["point"] != "all"
@@ -169,10 +171,23 @@ def workflow_commit(repo: Path | str = ".") -> dict:
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
+def check_depths(config: dict, arms: dict, source: str = "config") -> None:
+    """A depth plus its output must fit the server's context."""
+    depth = config["instruments"].get("depth")
+    limit = arms["control"]["args"].get("max-model-len")
+    if not depth or not isinstance(limit, int):
+        return
+    for i, d in enumerate(depth["depths"]):
+        if d + depth["output_tokens"] > limit:
+            raise KneeError(f"{source}: instruments.depth.depths[{i}]: {d} + output_tokens "
+                            f"{depth['output_tokens']} exceeds server.args.max-model-len {limit}")
+
+
 def make_plan(config: dict, config_path: str = "config") -> dict:
     arms = resolve_arms(config)
     check_one_variable(arms, config["variable"], config_path)
     check_bar(config, config_path)
+    check_depths(config, arms, config_path)
     plan = {
         "name": config["name"],
         "question": config.get("question", ""),

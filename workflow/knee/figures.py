@@ -13,7 +13,7 @@ import pandas as pd  # noqa: E402
 
 STABLE = {"svg.hashsalt": "knee", "svg.fonttype": "none", "font.size": 9}
 COLORS = {"control": "#888888", "candidate": "#22aa77"}
-NAMES = ("throughput", "ttft", "acceptance", "fixture")
+NAMES = ("throughput", "ttft", "acceptance", "fixture", "depth")
 
 
 def schedule_k(plan: dict, points: list[int]) -> dict[str, list[int | None]]:
@@ -116,6 +116,49 @@ def fixture(comparison: dict, title: str, out: Path) -> None:
     save(fig, out)
 
 
+def depth(comparison: dict, title: str, out: Path) -> None:
+    """Decode rate against prompt depth per arm (mean over pairs), the band of the included
+    points, excluded points shown and labelled with their recorded reason."""
+    curves = comparison.get("depth_curves") or []
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    for arm in ("control", "candidate"):
+        mine = [c for c in curves if c["arm"] == arm]
+        if not mine:
+            continue
+        depths = [p["depth"] for p in mine[0]["points"]]
+        incl = [(d, _mean([c["points"][i]["decode_rate"] for c in mine
+                           if c["points"][i]["included"]])) for i, d in enumerate(depths)]
+        incl = [(d, v) for d, v in incl if v is not None]
+        if incl:
+            xs, ys = zip(*incl, strict=True)
+            ax.plot(xs, ys, "o-", color=COLORS[arm], label=arm)
+            band = max(c["band_pct"] or 0 for c in mine)
+            ax.fill_between(xs, [ys[0] * (1 - band / 100)] * len(xs),
+                            [ys[0] * (1 + band / 100)] * len(xs), color=COLORS[arm], alpha=0.12,
+                            label=f"{arm} ±{band:.1f}% band")
+        for c in mine:
+            for p in c["points"]:
+                if not p["included"] and p["decode_rate"]:
+                    ax.plot(p["depth"], p["decode_rate"], "x", color=COLORS[arm], ms=9)
+                    ax.annotate(f"excluded (pair {c['pair']}): {p['reason'][:40]}",
+                                (p["depth"], p["decode_rate"]), fontsize=6, va="bottom")
+    if not curves:
+        ax.text(0.5, 0.5, "no depth instrument in this experiment", ha="center",
+                transform=ax.transAxes)
+    else:
+        ax.set_xscale("log")
+        ax.legend(loc="best", fontsize=8)
+    ax.set_xlabel("prompt depth (tokens, prefilled)")
+    ax.set_ylabel("single-stream decode rate (tok/s)")
+    ax.set_title(title)
+    save(fig, out)
+
+
+def _mean(values: list) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
 def render_all(plan: dict, comparison: dict, table: list[dict], out_dir: Path) -> list[Path]:
     name = plan["name"]
     threshold = plan.get("analysis", {}).get("knee_threshold", 0.2)
@@ -128,6 +171,7 @@ def render_all(plan: dict, comparison: dict, table: list[dict], out_dir: Path) -
                    out_dir / "acceptance")
         fixture(comparison, f"{name}: fixture classes against the control range",
                 out_dir / "fixture")
+        depth(comparison, f"{name}: decode rate against prompt depth", out_dir / "depth")
     return [out_dir / f"{n}.{ext}" for n in NAMES for ext in ("png", "svg")]
 
 

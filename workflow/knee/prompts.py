@@ -55,14 +55,22 @@ def fingerprint(prompts: list[str], sampling: dict) -> str:
 
 
 def sampling_params(output_tokens: int) -> dict:
-    return {"max_tokens": output_tokens, "temperature": 0.0, "top_p": 1.0,
-            "ignore_eos": True}
+    return {"max_tokens": output_tokens, "min_tokens": output_tokens, "temperature": 0.0,
+            "top_p": 1.0, "ignore_eos": True}
 
 
-def profile(*, instrument: str, point, run: int, prompts: list[str], sampling: dict,
-            concurrency: int, warmup: int, model: dict, dataset: str, seed: int) -> dict:
+def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
+            concurrency: int, warmup: int, model: dict, dataset: str, seed: int,
+            prompt_spec: str = "") -> dict:
     """The request profile of one point: what both arms must have sent, field by field."""
     return {
+        "api": "openai-completions",
+        "load": "closed-loop",
+        "prompt_spec": prompt_spec,
+        "tokenizer_sha256": model.get("tokenizer_sha256"),
+        "top_k": -1,
+        "n": 1,
+        "prompt_token_ids": bool(prompts) and not isinstance(prompts[0], str),
         "instrument": instrument,
         "point": point,
         "run": run,
@@ -75,7 +83,10 @@ def profile(*, instrument: str, point, run: int, prompts: list[str], sampling: d
         "requests": len(prompts),
         "warmup_requests": warmup,
         "concurrency": concurrency,
-        "prompt_chars": sum(len(p) for p in prompts),
+        "prompt_chars": sum(len(p) for p in prompts) if prompts and isinstance(prompts[0], str)
+        else None,
+        "prompt_tokens": None if not prompts or isinstance(prompts[0], str)
+        else [len(p) for p in prompts],
         "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         **sampling,

@@ -8,6 +8,7 @@ engine is stopped on success, failure, SIGTERM and Ctrl-C.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -50,6 +51,9 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     model = dict(plan["model"])
     model["sha256"] = jsonio.read(Path(model["path"]) / "knee-model.json")["sha256"] \
         if model["generated"] else None
+    tokenizer = Path(model["path"]) / "tokenizer.json"
+    model["tokenizer_sha256"] = hashlib.sha256(tokenizer.read_bytes()).hexdigest() \
+        if tokenizer.is_file() else None
     refuse_overwrite(root, sid)
     cache_root = Path(rt["cache_dir"]).resolve()
     staging = root / ".staging" / sid

@@ -19,29 +19,56 @@ def ttft(rec: dict) -> float | None:
     return rec["t_first"] - rec["t_send"]
 
 
+def tpot(rec: dict) -> float | None:
+    """Time per output token after the first: (done - first chunk) / (output tokens - 1)."""
+    if rec.get("error") or rec["t_first"] is None or rec["output_tokens"] < 2 \
+            or rec.get("t_done") is None:
+        return None
+    return (rec["t_done"] - rec["t_first"]) / (rec["output_tokens"] - 1)
+
+
+def e2e(rec: dict) -> float | None:
+    if rec.get("error") or rec.get("t_done") is None:
+        return None
+    return rec["t_done"] - rec["t_send"]
+
+
+def chunk_gaps(rec: dict) -> list[float]:
+    times = rec.get("chunk_times") or []
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+
+PER_REQUEST = {"ttft": ttft, "decode_rate": decode_rate, "tpot": tpot, "e2e": e2e}
+
+
 def pct(values: list[float], q: float) -> float | None:
     vals = [v for v in values if v is not None]
     return float(np.percentile(vals, q)) if vals else None
 
 
 def point_summary(point: dict) -> dict:
-    """A point's figures: p50/p90 over its requests, aggregate throughput = tokens / wall."""
+    """A point's figures: p50/p90/p99 over its requests of TTFT, decode rate, TPOT, E2E and
+    chunk gap (pooled); aggregate throughput = output tokens / wall time. Errors are counted
+    and the point is marked, never silently averaged."""
     recs = [r for r in point["records"] if not r["warmup"]]
     ok = [r for r in recs if not r.get("error")]
-    rates = [decode_rate(r) for r in ok]
-    ttfts = [ttft(r) for r in ok]
     tokens = sum(r["output_tokens"] for r in ok)
-    return {
+    out = {
         "requests": len(recs),
         "errors": len(recs) - len(ok),
+        "has_errors": len(recs) != len(ok),
         "output_tokens": tokens,
         "wall_s": point["wall_s"],
         "throughput": tokens / point["wall_s"] if point["wall_s"] > 0 else None,
-        "decode_rate_p50": pct(rates, 50),
-        "decode_rate_p90": pct(rates, 90),
-        "ttft_p50": pct(ttfts, 50),
-        "ttft_p90": pct(ttfts, 90),
     }
+    gaps = [g for r in ok for g in chunk_gaps(r)]
+    for name, fn in PER_REQUEST.items():
+        values = [fn(r) for r in ok]
+        for q in (50, 90, 99):
+            out[f"{name}_p{q}"] = pct(values, q)
+    for q in (50, 90, 99):
+        out[f"chunk_gap_p{q}"] = pct(gaps, q)
+    return out
 
 
 def window_client_summary(records: list[dict]) -> dict:

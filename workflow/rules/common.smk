@@ -64,7 +64,7 @@ def get_engine_input(wildcards):
     return rules.engine_env.output
 
 
-FIGURES = ("throughput", "ttft", "acceptance", "fixture")
+FIGURES = ("throughput", "ttft", "acceptance", "fixture", "depth")
 
 
 def get_code(*modules):

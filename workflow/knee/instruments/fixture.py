@@ -17,7 +17,8 @@ def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
             "point": name, "run": 1,
             "profile": prompts.profile(
                 instrument="fixture", point=name, run=1, prompts=ps, sampling=sampling,
-                concurrency=1, warmup=0, model=model, dataset=f"fixture:{name}", seed=seed),
+                concurrency=1, warmup=0, model=model, dataset=f"fixture:{name}", seed=seed,
+                prompt_spec=f"{cfg['prompt_dir']}/{name}/*.txt, cycled"),
             **result,
         })
     return out

@@ -27,7 +27,8 @@ def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
                 "profile": prompts.profile(
                     instrument="sweep", point=c, run=r, prompts=ps, sampling=sampling,
                     concurrency=c, warmup=cfg["warmup_requests"], model=model,
-                    dataset=prompts.DATASET, seed=seed),
+                    dataset=prompts.DATASET, seed=seed,
+                    prompt_spec=f"{cfg['prompt_words']} random words, unique head"),
                 **result,
             })
     return out
