@@ -27,6 +27,7 @@ def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> 
     cfg["instruments"]["fixture"].update({"classes": ["shell", "tool_json"], "requests": 1,
                                           "output_tokens": 32})
     cfg["instruments"]["depth"].update({"depths": [64, 512], "output_tokens": 32})
+    cfg["instruments"]["probe"].update({"requests": 1, "output_tokens": 32})
     points = cfg["instruments"]["sweep"]["concurrency"]
     cfg["bar"]["rules"] = [r for r in cfg["bar"]["rules"] if r["point"] in (*points, "all")]
     cfg["bar"]["rules"].append({"name": "top gain", "instrument": "sweep",
@@ -118,6 +119,9 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert len(comparison["depth_curves"]) == 2
     profile = depth_raw["points"][0]["profile"]
     assert len(profile) >= 26 and profile["prompt_tokens"] == [64]
+    probe = jsonio.read(root / "raw" / "1-candidate" / "probe.metrics.json", "metrics")
+    assert [t["point"] for t in probe["temperatures"]] == ["T=0.0", "T=0.8"]
+    assert all(t["spec_decode_num_drafts"] > 0 for t in probe["temperatures"])
     png = root / "figures" / "throughput.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

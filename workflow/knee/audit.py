@@ -10,7 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from knee import compare, jsonio, prom, readme, stats
+from knee import compare, jsonio, prom, readme
 from knee.jsonio import KneeError
 from knee.results import instrument_names, judge_bar, load_sessions
 
@@ -59,14 +59,10 @@ def recompute_metrics(root: Path, sid: str, inst: str, knee_threshold: float) ->
     raw = jsonio.read(root / "raw" / sid / f"{inst}.json", "raw")
     boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
     before, after = (root / "raw" / sid / f"{inst}.prom.{w}" for w in ("before", "after"))
-    records = [r for p in raw["points"] for r in p["records"]]
-    records += (raw.get("warmup") or {}).get("records", [])
-    return prom.window_deltas(
-        before.read_text(), after.read_text(), f"{sid}/{inst}", requests=len(records),
+    return prom.instrument_metrics(
+        raw, before.read_text(), after.read_text(),
         speculation=bool(boot["server"].get("speculative_config")),
-        client_tokens=sum(r["output_tokens"] for r in records),
-        files=f"{before}, {after}", knee_threshold=knee_threshold) | {
-        "client_latency": stats.window_client_summary(records)}
+        knee_threshold=knee_threshold, files=f"{before}, {after}")
 
 
 def check_manifest(root: Path) -> list[str]:

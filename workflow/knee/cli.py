@@ -63,21 +63,16 @@ def cmd_session(a) -> int:
 
 
 def cmd_metrics(a) -> int:
-    from knee import prom, stats
+    from knee import prom
 
     raw = jsonio.read(a.raw, "raw")
     boot = jsonio.read(a.boot, "boot")
-    records = [r for p in raw["points"] for r in p["records"]]
-    records += (raw.get("warmup") or {}).get("records", [])
-    result = prom.window_deltas(
-        a.before.read_text(), a.after.read_text(), f"{raw['session']}/{raw['instrument']}",
-        requests=len(records), speculation=bool(boot["server"].get("speculative_config")),
-        client_tokens=sum(r["output_tokens"] for r in records),
-        files=f"{a.before}, {a.after}", knee_threshold=a.knee_threshold)
-    client = stats.window_client_summary(records)  # warm-up too: the window brackets it
+    result = prom.instrument_metrics(
+        raw, a.before.read_text(), a.after.read_text(),
+        speculation=bool(boot["server"].get("speculative_config")),
+        knee_threshold=a.knee_threshold, files=f"{a.before}, {a.after}")
     jsonio.write(a.out, "metrics", {"session": raw["session"], "instrument": raw["instrument"],
-                                    "scrapes": [str(a.before), str(a.after)],
-                                    "client_latency": client, **result})
+                                    "scrapes": [str(a.before), str(a.after)], **result})
     return 0
 
 

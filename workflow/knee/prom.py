@@ -182,6 +182,31 @@ def acceptance_table(windows: list[dict], sources: list) -> list[dict]:
     keys = ("speculation", "knee_threshold", "client_latency", "server_latency",
             "generation_tokens", "client_output_tokens",
             "acceptance_rate", "mean_acceptance_length", "per_position_rate", "knee_position",
-            "step_time_s", "modelled_decode_rate", "ceiling_decode_rate", "flags")
+            "step_time_s", "modelled_decode_rate", "ceiling_decode_rate", "flags",
+            "temperatures")
     return [{"session": w["session"], "instrument": w["instrument"], "source": str(src),
              **{k: w.get(k) for k in keys}} for w, src in zip(windows, sources, strict=True)]
+
+
+def instrument_metrics(raw: dict, before: str, after: str, speculation: bool,
+                       knee_threshold: float, files: str) -> dict:
+    """The window metrics of one instrument run (and, for the probe, of each temperature)."""
+    from knee.stats import window_client_summary
+
+    records = [r for p in raw["points"] for r in p["records"]]
+    records += (raw.get("warmup") or {}).get("records", [])
+    out = window_deltas(before, after, f"{raw['session']}/{raw['instrument']}",
+                        requests=len(records), speculation=speculation,
+                        client_tokens=sum(r["output_tokens"] for r in records), files=files,
+                        knee_threshold=knee_threshold)
+    out["client_latency"] = window_client_summary(records)
+    if raw["instrument"] == "probe":
+        out["temperatures"] = [
+            {"point": p["point"], **window_deltas(
+                p["prom_before"], p["prom_after"], f"{raw['session']}/probe {p['point']}",
+                requests=len(p["records"]), speculation=speculation,
+                client_tokens=sum(r["output_tokens"] for r in p["records"]),
+                files=f"{files} (embedded scrapes of {p['point']})",
+                knee_threshold=knee_threshold)}
+            for p in raw["points"]]
+    return out

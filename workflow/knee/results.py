@@ -6,7 +6,7 @@ from pathlib import Path
 
 from knee import jsonio
 
-INSTRUMENTS = ("sweep", "fixture", "depth")  # in the order a session runs them
+INSTRUMENTS = ("sweep", "fixture", "depth", "probe")  # in the order a session runs them
 
 
 def instrument_names(plan: dict) -> list[str]:

@@ -1,0 +1,28 @@
+"""Acceptance probe: single stream at each configured temperature, with the per-position
+acceptance of exactly that window (the scrapes bracketing it are kept in the raw file)."""
+
+from __future__ import annotations
+
+from knee import client, prompts
+from knee.runtime import endpoint
+
+
+def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
+    out = {"instrument": "probe", "points": [], "warmup": None}
+    for t in cfg["temperatures"]:
+        sampling = {**prompts.sampling_params(cfg["output_tokens"]), "temperature": t,
+                    "seed": seed}
+        ps = prompts.word_prompts(seed, f"probe T={t}", cfg["requests"], cfg["prompt_words"])
+        before = endpoint.scrape(engine.base_url)
+        result = client.run(engine.base_url, model["name"], ps, sampling, 1, timeout_s)
+        after = endpoint.scrape(engine.base_url)
+        engine.check_alive(f"probe at temperature {t}")
+        out["points"].append({
+            "point": f"T={t}", "run": 1, "prom_before": before, "prom_after": after,
+            "profile": prompts.profile(
+                instrument="probe", point=f"T={t}", run=1, prompts=ps, sampling=sampling,
+                concurrency=1, warmup=0, model=model, dataset=prompts.DATASET, seed=seed,
+                prompt_spec=f"{cfg['prompt_words']} random words, unique head"),
+            **result,
+        })
+    return out
