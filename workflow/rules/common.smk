@@ -48,20 +48,27 @@ wildcard_constraints:
 
 def get_model_input(wildcards):
     """The generated model is a workflow output; a given model path is used as it is."""
-    return [MODEL["path"]] if MODEL["generated"] and not session_done(wildcards.sid) else []
+    return unless_published(wildcards.sid, [MODEL["path"]]) if MODEL["generated"] else []
 
 
 def session_done(sid):
-    """A finished session (every output present) depends on nothing: a fresh clone of
-    published results neither builds an engine nor asks to measure again."""
     return all(os.path.exists(p) for p in session_outputs(sid).values())
+
+
+def unless_published(sid, paths):
+    """A finished session whose engine or model is not on this machine (a fresh clone of
+    published results) does not ask for them: it neither builds an engine nor measures again.
+    Anywhere else the inputs stay as they were recorded."""
+    if session_done(sid) and not all(os.path.exists(p) for p in paths):
+        return []
+    return paths
 
 
 def get_engine_input(wildcards):
     """The process runtime runs the embedded engine environment; docker brings its own."""
-    if session_done(wildcards.sid) or PLAN["runtime"]["kind"] != "process":
+    if PLAN["runtime"]["kind"] != "process":
         return []
-    return rules.engine_env.output
+    return unless_published(wildcards.sid, list(rules.engine_env.output))
 
 
 FIGURES = ("throughput", "ttft", "acceptance", "fixture", "depth")
@@ -88,9 +95,7 @@ def get_venv(wildcards, output):
 def get_previous_stop(wildcards):
     """The protocol in the DAG: a boot waits for the previous session's stop receipt."""
     after = SESSIONS[wildcards.sid]["after"]
-    if not after or session_done(wildcards.sid):
-        return []
-    return [f"{R}/receipts/{after}-stop.json"]
+    return [f"{R}/receipts/{after}-stop.json"] if after else []
 
 
 def get_session_params(wildcards):
