@@ -14,12 +14,13 @@ def default_config():
 
 @pytest.fixture(scope="session")
 def engine_python():
-    """The embedded engine's environment, built by the workflow's own rule if missing."""
+    """The embedded engine's environment and the default tiny model, built by the workflow's
+    own rules if missing."""
     import subprocess
     import sys
 
-    target = "resources/engine-venv/knee-engine.json"
-    r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", target], cwd=ROOT,
+    targets = ["resources/engine-venv/knee-engine.json", "resources/models/tiny-llama-s0-l4-h256"]
+    r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *targets], cwd=ROOT,
                        capture_output=True, text=True, timeout=3600)
     assert r.returncode == 0, r.stderr[-3000:]
     return str(ROOT / "resources" / "engine-venv" / "bin" / "python")

@@ -23,6 +23,11 @@ def ms(hist: dict | None) -> str:
     return "–" if not hist or hist.get("mean") is None else f"{hist['mean'] * 1000:.2f}"
 
 
+def positions(rates: list[float], at: str) -> str:
+    """Per-position rates, each linked to its place in the file."""
+    return ", ".join(f"[{r:.2f}]({at}/{i})" for i, r in enumerate(rates))
+
+
 def pctf(x) -> str:
     return "–" if x is None else f"{x:+.2f}%"
 
@@ -78,6 +83,8 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         acceptance=acceptance["windows"], variable_values=values,
         rel=lambda p: str(p).split(f"{plan['name']}/", 1)[-1],
         caveats=caveats(comparison, bar, acceptance), fmt=fmt, pctf=pctf, ci=ci, ms=ms,
+        positions=positions,
+        probes=[w for w in acceptance["windows"] if w.get("temperatures")],
         headline=headline(comparison, bar))
 
 
