@@ -118,3 +118,15 @@ def test_speculation_off_has_no_spec_series_and_says_so():
     assert d["generation_tokens"] == 128 and d["flags"] == []
     with pytest.raises(KneeError, match="speculation is on but"):
         prom.window_deltas(before, after, "off", requests=4, speculation=True)
+
+
+def test_zero_drafts_over_a_bracketed_window_is_said_in_words():
+    # generation moved (the scrapes bracket the traffic) but the drafter proposed nothing
+    frozen = "\n".join(line for line in BEFORE.splitlines()) + "\n"
+    after = "\n".join(
+        line if "spec_decode" not in line or line.startswith("#")
+        else next(b for b in BEFORE.splitlines() if b.split(" ")[0] == line.split(" ")[0])
+        for line in AFTER.splitlines()) + "\n"
+    d = prom.window_deltas(frozen, after, "w", requests=3, speculation=True)
+    assert d["spec_decode_num_drafts"] == 0 and "acceptance_rate" not in d
+    assert d["flags"][-1].startswith("no drafts proposed")

@@ -134,6 +134,14 @@ def window_deltas(before_text: str, after_text: str, window: str, requests: int,
         raise KneeError(f"{window}: speculation is on but {', '.join(missing)} missing from "
                         f"the after scrape ({files})")
     out["speculation"] = "on"
+    # The generation-token delta above proves the scrapes bracket the traffic; drafts can then
+    # truly be zero (an ngram drafter that found no match): said so in words, never a 0 rate.
+    drafts = counter_delta(before, after, DRAFTS, window, 0, files)
+    if drafts == 0:
+        out["spec_decode_num_drafts"] = 0.0
+        out["flags"].append("no drafts proposed in this window (the drafter found nothing to "
+                            "propose): no acceptance figures")
+        return out
     for name in SPEC:
         out[_key(name)] = counter_delta(before, after, name, window, requests, files)
     pa, pb = total(after, PER_POS, "position") or {}, total(before, PER_POS, "position") or {}
