@@ -121,7 +121,9 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert len(profile) >= 26 and profile["prompt_tokens"] == [64]
     probe = jsonio.read(root / "raw" / "1-candidate" / "probe.metrics.json", "metrics")
     assert [t["point"] for t in probe["temperatures"]] == ["T=0.0", "T=0.8"]
-    assert all(t["spec_decode_num_drafts"] > 0 for t in probe["temperatures"])
+    assert probe["temperatures"][0]["spec_decode_num_drafts"] > 0  # greedy: the ngram matches
+    hot = probe["temperatures"][1]  # sampled: drafts, or the window says there were none
+    assert hot["spec_decode_num_drafts"] > 0 or hot["flags"][-1].startswith("no drafts")
     png = root / "figures" / "throughput.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -128,9 +128,12 @@ def audit(root: Path) -> list[str]:
     boots = [jsonio.read(root / "receipts" / f"{s}-boot.json", "boot") for s in sessions]
     text = readme.render(plan, comparison, bar, boots, acceptance)
     published = (root / "README.md").read_text().splitlines()
-    for n, (a, b) in enumerate(zip(published, text.splitlines(), strict=False), 1):
-        if a != b:
-            problems.append(f"README.md:{n}: differs from the recomputation: {a!r} != {b!r}")
+    differing = [(n, a, b) for n, (a, b) in
+                 enumerate(zip(published, text.splitlines(), strict=False), 1) if a != b]
+    for n, a, b in differing[:10]:
+        problems.append(f"README.md:{n}: differs from the recomputation: {a!r} != {b!r}")
+    if len(differing) > 10:
+        problems.append(f"README.md: {len(differing) - 10} more lines differ")
     if len(published) != len(text.splitlines()):
         problems.append(f"README.md: {len(published)} lines, recomputation has "
                         f"{len(text.splitlines())}")

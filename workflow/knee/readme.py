@@ -40,7 +40,8 @@ def headline(comparison: dict, bar: dict) -> str:
     if not gains:
         return f"bar {bar['verdict']}"
     best = max(gains, key=lambda r: abs(r["delta_pct"]))
-    return (f"bar {bar['verdict']}; largest throughput change {best['delta_pct']:+.1f}% "
+    at = f"comparison/comparison.json#/rows/{comparison['rows'].index(best)}/delta_pct"
+    return (f"bar {bar['verdict']}; largest throughput change [{best['delta_pct']:+.1f}%]({at}) "
             f"at C{best['point']} (pair {best['pair']}, {best.get('noise', 'noise not measured')})")
 
 
@@ -71,7 +72,9 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     tables = []
-    for inst, title in (("sweep", "Concurrency sweep"), ("fixture", "Single-stream fixture")):
+    for inst, title in (("sweep", "Concurrency sweep"), ("fixture", "Single-stream fixture"),
+                        ("depth", "Depth (single stream, one prompt per depth)"),
+                        ("probe", "Acceptance probe (single stream per temperature)")):
         rows = [{**r, "index": i} for i, r in enumerate(comparison["rows"])
                 if r["instrument"] == inst]
         if rows:
