@@ -1,4 +1,4 @@
-"""Closed-loop streaming client for the OpenAI-compatible /v1/completions endpoint.
+"""Closed-loop streaming client for the OpenAI-compatible /v1/completions endpoint (aiohttp).
 
 Token counts come from the server's own per-chunk usage (stream_options with
 include_usage and continuous_usage_stats), never from re-tokenised text.
@@ -11,7 +11,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 
-import httpx
+import aiohttp
 
 
 @dataclass
@@ -28,6 +28,7 @@ class Record:
     output_tokens: int = 0
     finish_reason: str | None = None
     error: str | None = None
+    server_stamps: list[float] | None = None  # only from a server that stamps its chunks
 
 
 def _apply_chunk(rec: Record, data: dict, now: float) -> None:
@@ -49,28 +50,34 @@ def _apply_chunk(rec: Record, data: dict, now: float) -> None:
         return
     rec.chunk_times.append(now)
     rec.chunk_tokens.append(tokens)
+    if "t_server" in data:
+        rec.server_stamps = (rec.server_stamps or []) + [data["t_server"]]
     if rec.t_first is None:
         rec.t_first = now
     rec.t_last = now
 
 
-async def one_request(client: httpx.AsyncClient, url: str, body: dict, index: int,
+async def one_request(session: aiohttp.ClientSession, url: str, body: dict, index: int,
                       warmup: bool, t0: float) -> Record:
     rec = Record(index=index, warmup=warmup, t_send=time.perf_counter() - t0)
     try:
-        async with client.stream("POST", url, json=body) as resp:
-            if resp.status_code != 200:
-                text = (await resp.aread()).decode(errors="replace")[:500]
-                rec.error = f"HTTP {resp.status_code}: {text}"
+        async with session.post(url, json=body) as resp:
+            if resp.status != 200:
+                text = (await resp.read()).decode(errors="replace")[:500]
+                rec.error = f"HTTP {resp.status}: {text}"
                 return rec
-            async for line in resp.aiter_lines():
-                if not line.startswith("data: "):
-                    continue
-                payload = line[6:]
-                if payload == "[DONE]":
-                    break
-                _apply_chunk(rec, json.loads(payload), time.perf_counter() - t0)
-    except (httpx.HTTPError, ValueError) as e:
+            buffer = b""
+            async for data in resp.content.iter_any():
+                now = time.perf_counter() - t0  # every event in this read arrived now
+                buffer += data
+                *events, buffer = buffer.split(b"\n\n")
+                for ev in events:
+                    if not ev.startswith(b"data: "):
+                        continue
+                    if ev[6:] == b"[DONE]":
+                        return rec
+                    _apply_chunk(rec, json.loads(ev[6:]), now)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as e:
         rec.error = f"{type(e).__name__}: {e}"
     finally:
         rec.t_done = time.perf_counter() - t0
@@ -85,10 +92,11 @@ async def closed_loop(base_url: str, model: str, prompts: list[str], sampling: d
     for i in range(len(prompts)):
         queue.put_nowait(i)
     records: list[Record] = []
-    limits = httpx.Limits(max_connections=concurrency + 2)
+    connector = aiohttp.TCPConnector(limit=concurrency + 2)
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
     t0 = time.perf_counter()
 
-    async with httpx.AsyncClient(timeout=timeout_s, limits=limits) as client:
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
         async def worker() -> None:
             while not queue.empty():
                 i = queue.get_nowait()
