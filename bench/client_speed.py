@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -101,7 +102,7 @@ def main() -> int:
         rates = {}
         for c in a.concurrency:
             n = c * a.requests_per_stream
-            out = Path("/tmp") / f"knee-bench-vllm-c{c}.json"
+            out = Path(tempfile.gettempdir()) / f"knee-bench-vllm-c{c}.json"
             for name in ("knee", "vllm"):
                 m = (knee_client(base, c, n, a.tokens) if name == "knee"
                      else vllm_client(base, c, n, a.tokens, out))
