@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from knee import depthcurve, noise
 from knee.config import differences
-from knee.stats import decode_rate, pct, point_summary
+from knee.stats import decode_rate, mean, pct, point_summary
 
 METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
 NOISE_METHOD = ("Noise: noise_pct is the largest of the run-to-run spread of either arm at the "
@@ -64,7 +64,7 @@ def arm_figures(raw: dict) -> dict[object, dict]:
         by_point.setdefault(p["point"], []).append(point_summary(p))
     out = {}
     for point, runs in by_point.items():
-        out[point] = {m: _mean([r[m] for r in runs]) for m in METRICS}
+        out[point] = {m: mean([r[m] for r in runs]) for m in METRICS}
         out[point]["errors"] = sum(r["errors"] for r in runs)
     if raw["instrument"] == "fixture":
         recs = [r for p in raw["points"] for r in p["records"] if not r["warmup"]]
@@ -72,10 +72,6 @@ def arm_figures(raw: dict) -> dict[object, dict]:
                       "throughput": None, "ttft_p50": None, "errors": 0}
     return out
 
-
-def _mean(values: list) -> float | None:
-    vals = [v for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
 
 
 def delta_pct(control: float | None, candidate: float | None) -> float | None:
@@ -90,12 +86,13 @@ def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict,
     for inst in sorted(control["raw"]):
         ra, rb = control["raw"][inst], candidate["raw"][inst]
         fa, fb = arm_figures(ra), arm_figures(rb)
+        spread = {m: (noise.run_spread(ra, m), noise.run_spread(rb, m)) for m in METRICS}
         for point in fa:
             for m in METRICS:
                 a, b = fa[point][m], fb[point][m]
                 if a is None and b is None:
                     continue
-                spreads = [noise.run_spread(ra, m).get(point), noise.run_spread(rb, m).get(point),
+                spreads = [spread[m][0].get(point), spread[m][1].get(point),
                            drift.get((inst, point, m))]
                 rows.append(row(inst, point, pair, m, a, b, spreads, noise.bootstrap_delta_ci(
                     noise.requests_of(ra, point), noise.requests_of(rb, point), m, seed,
@@ -132,8 +129,8 @@ def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, seed: int) -> list
         figs = [(arm_figures(c["raw"][inst]), arm_figures(d["raw"][inst])) for c, d in pairs]
         for point in figs[0][0]:
             for m in METRICS:
-                a = _mean([fa[point][m] for fa, _ in figs])
-                b = _mean([fb[point][m] for _, fb in figs])
+                a = mean([fa[point][m] for fa, _ in figs])
+                b = mean([fb[point][m] for _, fb in figs])
                 if a is None and b is None:
                     continue
                 ca = [r for c, _ in pairs for r in noise.requests_of(c["raw"][inst], point)]
@@ -157,12 +154,12 @@ def fixture_classes(pairs: list[tuple[dict, dict]]) -> list[dict]:
         cands = [fb[cls]["decode_rate_p50"] for _, fb in figs]
         deltas = [delta_pct(a, b) for a, b in zip(controls, cands, strict=True)]
         signs = {(d > 0) - (d < 0) for d in deltas if d is not None}
+        consistent = len(signs) == 1 and 0 not in signs and len(deltas) > 1
         lo, hi = min(controls), max(controls)
         inside = all(lo <= c <= hi for c in cands)
         out.append({"class": cls, "metric": "decode_rate_p50", "control_range": [lo, hi],
                     "candidate": cands, "delta_pct": deltas, "inside_control_range": inside,
-                    "consistent_sign": len(signs) == 1 and 0 not in signs and len(deltas) > 1,
-                    "flag": len(signs) == 1 and 0 not in signs and len(deltas) > 1})
+                    "consistent_sign": consistent, "flag": consistent})
     return out
 
 

@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from knee.stats import mean  # noqa: E402
+
 STABLE = {"svg.hashsalt": "knee", "svg.fonttype": "none", "font.size": 9}
 COLORS = {"control": "#888888", "candidate": "#22aa77"}
 NAMES = ("throughput", "ttft", "acceptance", "fixture", "depth")
@@ -44,16 +46,16 @@ def per_point_bars(comparison: dict, plan: dict, metric: str, ylabel: str, title
     else:
         df["point"] = df["point"].astype(int)
         points = sorted(df["point"].unique())
-        mean = df.groupby("point")[["control", "candidate"]].mean().loc[points]
+        means = df.groupby("point")[["control", "candidate"]].mean().loc[points]
         w = 0.38
         for off, arm in ((-w / 2, "control"), (w / 2, "candidate")):
-            ax.bar([i + off for i in range(len(points))], mean[arm], w, label=arm,
+            ax.bar([i + off for i in range(len(points))], means[arm], w, label=arm,
                    color=COLORS[arm])
             for _, r in df.iterrows():
                 ax.plot(points.index(r["point"]) + off, r[arm], "k.", ms=4)
         for i, p in enumerate(points):
-            change = 100 * (mean.loc[p, "candidate"] / mean.loc[p, "control"] - 1)
-            top = max(mean.loc[p, "control"], mean.loc[p, "candidate"])
+            change = 100 * (means.loc[p, "candidate"] / means.loc[p, "control"] - 1)
+            top = max(means.loc[p, "control"], means.loc[p, "candidate"])
             ax.annotate(f"{change:+.1f}%", (i, top), ha="center", va="bottom", fontsize=8)
         ks = schedule_k(plan, points)["candidate"]
         for i in range(1, len(points)):
@@ -126,7 +128,7 @@ def depth(comparison: dict, title: str, out: Path) -> None:
         if not mine:
             continue
         depths = [p["depth"] for p in mine[0]["points"]]
-        incl = [(d, _mean([c["points"][i]["decode_rate"] for c in mine
+        incl = [(d, mean([c["points"][i]["decode_rate"] for c in mine
                            if c["points"][i]["included"]])) for i, d in enumerate(depths)]
         incl = [(d, v) for d, v in incl if v is not None]
         if incl:
@@ -153,10 +155,6 @@ def depth(comparison: dict, title: str, out: Path) -> None:
     ax.set_title(title)
     save(fig, out)
 
-
-def _mean(values: list) -> float | None:
-    vals = [v for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
 
 
 def render_all(plan: dict, comparison: dict, table: list[dict], out_dir: Path) -> list[Path]:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from knee.stats import decode_rate, point_summary, ttft
+from knee.stats import decode_rate, e2e, point_summary, ttft
 
 
 def request_rate(rec: dict) -> float | None:
     """Output tokens over the request's own send-to-done time."""
-    if rec.get("error") or rec.get("t_done") is None or rec["t_done"] <= rec["t_send"]:
-        return None
-    return rec["output_tokens"] / (rec["t_done"] - rec["t_send"])
+    span = e2e(rec)
+    return rec["output_tokens"] / span if span and span > 0 else None
 
 
 # metric -> (per-request value, statistic over requests). In a closed loop aggregate

@@ -75,11 +75,12 @@ def window_client_summary(records: list[dict]) -> dict:
     """The client's view of a whole window (every request in it), beside the server's."""
     ok = [r for r in records if not r.get("error")]
     ttfts = [ttft(r) for r in ok]
-    e2e = [r["t_done"] - r["t_send"] for r in ok if r.get("t_done") is not None]
-    return {"requests": len(ok), "ttft_s_mean": _mean(ttfts), "ttft_s_p50": pct(ttfts, 50),
-            "e2e_s_mean": _mean(e2e), "e2e_s_p50": pct(e2e, 50)}
+    e2es = [e2e(r) for r in ok]
+    return {"requests": len(ok), "ttft_s_mean": mean(ttfts), "ttft_s_p50": pct(ttfts, 50),
+            "e2e_s_mean": mean(e2es), "e2e_s_p50": pct(e2es, 50)}
 
 
-def _mean(values: list) -> float | None:
+def mean(values: list) -> float | None:
+    """Mean of the values that are not None; None if there are none."""
     vals = [v for v in values if v is not None]
     return sum(vals) / len(vals) if vals else None
