@@ -12,7 +12,7 @@ from pathlib import Path
 
 from knee import compare, jsonio, prom, readme
 from knee.jsonio import KneeError
-from knee.results import instrument_names, judge_bar, load_sessions
+from knee.results import instrument_names, judge_bar, load_sessions, window_metrics
 
 MANIFEST = "MANIFEST.sha256"
 LISTED = ("plan.json", "README.md", "receipts", "raw", "comparison", "figures")
@@ -55,16 +55,6 @@ def diff(a, b, pointer: str = "") -> list[str]:
     return [] if a == b else [pointer or "/"]
 
 
-def recompute_metrics(root: Path, sid: str, inst: str, knee_threshold: float) -> dict:
-    raw = jsonio.read(root / "raw" / sid / f"{inst}.json", "raw")
-    boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
-    before, after = (root / "raw" / sid / f"{inst}.prom.{w}" for w in ("before", "after"))
-    return prom.instrument_metrics(
-        raw, before.read_text(), after.read_text(),
-        speculation=bool(boot["server"].get("speculative_config")),
-        knee_threshold=knee_threshold, files=f"{before}, {after}")
-
-
 def check_manifest(root: Path) -> list[str]:
     path = root / MANIFEST
     if not path.is_file():
@@ -91,9 +81,11 @@ def audit(root: Path) -> list[str]:
     root = Path(root)
     plan = jsonio.read(root / "plan.json", "plan")
     problems = check_manifest(root)
-    sessions = [s["id"] for s in plan["protocol"]["sessions"]]
-    for sid in sessions:
-        boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
+    loaded = load_sessions(plan, root)
+    order = [(s["id"], loaded[(s["pair"], s["arm"])]) for s in plan["protocol"]["sessions"]]
+    boots = [session["boot"] for _, session in order]
+    for sid, session in order:
+        boot = session["boot"]
         if boot.get("config_sha256") != plan["config_sha256"]:
             problems.append(f"receipts/{sid}-boot.json: config_sha256 {boot.get('config_sha256')}"
                             f" != plan.json config_sha256 {plan['config_sha256']}")
@@ -103,11 +95,13 @@ def audit(root: Path) -> list[str]:
                             f" != plan.json runtime.image.digest {digest}")
     threshold = plan["analysis"]["knee_threshold"]
     windows, sources = [], []
-    for sid in sessions:
+    for sid, session in order:
         for inst in instrument_names(plan):
             path = root / "raw" / sid / f"{inst}.metrics.json"
+            before, after = (root / "raw" / sid / f"{inst}.prom.{w}" for w in ("before", "after"))
             try:
-                fresh = recompute_metrics(root, sid, inst, threshold)
+                fresh = window_metrics(session["raw"][inst], session["boot"], before, after,
+                                       threshold)
             except KneeError as e:
                 problems.append(f"{path}: cannot be recomputed: {e}")
                 continue
@@ -116,16 +110,15 @@ def audit(root: Path) -> list[str]:
                          diff({k: stored.get(k) for k in fresh}, fresh)]
             windows.append(stored)
             sources.append(str(path))
-    comparison = compare.compare(plan, load_sessions(plan, root))
+    comparison = compare.compare(plan, loaded)
     stored = jsonio.read(root / "comparison" / "comparison.json", "comparison")
     problems += [f"comparison/comparison.json#{p}: differs from the recomputation"
                  for p in diff({k: stored.get(k) for k in comparison}, comparison)]
-    bar = judge_bar(plan, comparison, root)
+    bar = judge_bar(plan, comparison, boots)
     stored_bar = jsonio.read(root / "comparison" / "bar.json", "bar")
     problems += [f"comparison/bar.json#{p}: differs from the recomputation"
                  for p in diff({k: stored_bar.get(k) for k in bar}, bar)]
     acceptance = {"windows": prom.acceptance_table(windows, sources)}
-    boots = [jsonio.read(root / "receipts" / f"{s}-boot.json", "boot") for s in sessions]
     text = readme.render(plan, comparison, bar, boots, acceptance)
     published = (root / "README.md").read_text().splitlines()
     differing = [(n, a, b) for n, (a, b) in

