@@ -11,11 +11,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from knee.results import FIGURES  # noqa: E402
 from knee.stats import mean  # noqa: E402
 
 STABLE = {"svg.hashsalt": "knee", "svg.fonttype": "none", "font.size": 9}
 COLORS = {"control": "#888888", "candidate": "#22aa77"}
-NAMES = ("throughput", "ttft", "acceptance", "fixture", "depth")
 
 
 def schedule_k(plan: dict, points: list[int]) -> dict[str, list[int | None]]:
@@ -170,7 +170,7 @@ def render_all(plan: dict, comparison: dict, table: list[dict], out_dir: Path) -
         fixture(comparison, f"{name}: fixture classes against the control range",
                 out_dir / "fixture")
         depth(comparison, f"{name}: decode rate against prompt depth", out_dir / "depth")
-    return [out_dir / f"{n}.{ext}" for n in NAMES for ext in ("png", "svg")]
+    return [out_dir / f"{n}.{ext}" for n in FIGURES for ext in ("png", "svg")]
 
 
 def save(fig, stem: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from knee import jsonio
 
 INSTRUMENTS = ("sweep", "fixture", "depth", "probe")  # in the order a session runs them
+FIGURES = ("throughput", "ttft", "acceptance", "fixture", "depth")
 
 
 def instrument_names(plan: dict) -> list[str]:

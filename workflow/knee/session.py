@@ -74,7 +74,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _raise_on_signal)
     cache_before = receipts.compile_cache(cache_root)
-    stop, ok = None, False
+    ok = False
     try:
         started = now()
         engine.start()

@@ -4,7 +4,7 @@ import sys
 
 from knee import config as knee_config
 from knee.jsonio import KneeError
-from knee.results import instrument_names
+from knee.results import FIGURES, instrument_names
 from snakemake.logging import logger
 
 DEFAULT_CONFIG = "config/config.yaml"
@@ -71,24 +71,13 @@ def get_engine_input(wildcards):
     return unless_published(wildcards.sid, list(rules.engine_env.output))
 
 
-FIGURES = ("throughput", "ttft", "acceptance", "fixture", "depth")
-
-
 def get_code(*modules):
     """The analysis modules of a step. Editing one re-runs only the steps that use it."""
     return [f"workflow/knee/{m}.py" for m in modules]
 
 
-def get_results_dir(wildcards, output):
-    return os.path.dirname(output[0])
-
-
-def get_figures_dir(wildcards, output):
-    return os.path.dirname(output[0])
-
-
-def get_venv(wildcards, output):
-    """The engine environment's folder, from the file the rule writes into it."""
+def get_output_dir(wildcards, output):
+    """The folder of a rule's first output (the engine env, the figures, the results)."""
     return os.path.dirname(output[0])
 
 

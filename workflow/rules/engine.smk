@@ -9,7 +9,7 @@ rule engine_env:
     conda:
         "../../envs/workflow.yaml"
     params:
-        venv=get_venv,
+        venv=get_output_dir,
     shell:
         "(bash workflow/scripts/engine-env.sh {input} {params.venv}"
         " && knee engine-info --python {params.venv}/bin/python --out {output}) > {log} 2>&1"

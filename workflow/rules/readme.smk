@@ -22,7 +22,7 @@ rule figures_render:
     conda:
         "../../envs/workflow.yaml"
     params:
-        out_dir=get_figures_dir,
+        out_dir=get_output_dir,
     shell:
         "knee figures --plan {input.plan} --comparison {input.comparison}"
         " --acceptance {input.acceptance} --out-dir {params.out_dir} > {log} 2>&1"
@@ -70,6 +70,6 @@ rule manifest:
     conda:
         "../../envs/workflow.yaml"
     params:
-        results=get_results_dir,
+        results=get_output_dir,
     shell:
         "knee manifest {params.results} > {log} 2>&1"
