@@ -86,10 +86,12 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--requests-per-stream", type=int, default=4)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 64, 256])
+    ap.add_argument("--mode", choices=["burst", "step"], default="burst",
+                    help="how bench/sse_server.py streams (see its docstring)")
     a = ap.parse_args()
     port = free_port("127.0.0.1")
     server = subprocess.Popen([sys.executable, str(ROOT / "bench" / "sse_server.py"),
-                               "--port", str(port)])
+                               "--port", str(port), "--mode", a.mode])
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):
@@ -98,6 +100,7 @@ def main() -> int:
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
+        print(f"server mode: {a.mode}")
         print("client  conc  chunks  cpu s  wall s  chunks/cpu-s  err p50 ms  err p99 ms")
         rates = {}
         for c in a.concurrency:

@@ -1,4 +1,11 @@
-from knee import client, stats
+import asyncio
+import random
+
+import orjson
+import pytest
+
+from knee import client, prompts, stats
+from knee.jsonio import KneeError
 
 
 def rec(**kw):
@@ -37,3 +44,79 @@ def test_chunk_token_counts_come_from_server_usage():
     assert r.chunk_tokens == [1, 3]
     assert (r.t_first, r.t_last, r.output_tokens, r.prompt_tokens) == (0.5, 0.6, 4, 7)
     assert r.finish_reason == "length"
+
+
+def test_error_event_mid_stream_is_an_error_not_a_silent_end():
+    r = client.Record(index=0, warmup=False, t_send=0.0)
+    with pytest.raises(client.StreamError, match="engine dead"):
+        client._apply_chunk(r, {"error": {"message": "engine dead", "code": 500}}, 0.5)
+
+
+def sse_response(events: list[dict]) -> bytes:
+    body = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n" \
+           b"transfer-encoding: chunked\r\n\r\n"
+    for ev in [orjson.dumps(e) for e in events] + [b"[DONE]"]:
+        data = b"data: " + ev + b"\n\n"
+        body += f"{len(data):x}\r\n".encode() + data + b"\r\n"
+    return body + b"0\r\n\r\n"
+
+
+def feed(response: bytes, cuts: list[int]) -> tuple[client.Record, asyncio.Future]:
+    loop = asyncio.new_event_loop()
+    try:
+        stream = client._Stream(t0=0.0)
+        stream.transport = type("T", (), {"write": lambda self, b: None})()
+        rec, done = client.Record(index=0, warmup=False, t_send=0.0), loop.create_future()
+        stream.send(b"", rec, done)
+        for a, b in zip([0, *cuts], [*cuts, len(response)], strict=True):
+            stream.data_received(response[a:b])
+        return rec, done
+    finally:
+        loop.close()
+
+
+EVENTS = [{"choices": [{"text": "a", "finish_reason": None}],
+           "usage": {"prompt_tokens": 5, "completion_tokens": 1}},
+          {"choices": [{"text": "bc", "finish_reason": None}],
+           "usage": {"prompt_tokens": 5, "completion_tokens": 3}},
+          {"choices": [{"text": "d", "finish_reason": "length"}],
+           "usage": {"prompt_tokens": 5, "completion_tokens": 4}},
+          {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 4}}]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_http_framing_cut_anywhere_gives_the_same_record(seed):
+    # reads split at random places (inside sizes, events, CRLFs) must parse like one read
+    response = sse_response(EVENTS)
+    whole, done = feed(response, [])
+    assert done.done() and done.exception() is None
+    assert (whole.chunk_tokens, whole.output_tokens, whole.prompt_tokens,
+            whole.finish_reason) == ([1, 2, 1], 4, 5, "length")
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(response)), 12))
+    rec, done = feed(response, cuts)
+    assert done.done() and done.exception() is None
+    assert (rec.chunk_tokens, rec.output_tokens, rec.finish_reason) == ([1, 2, 1], 4, "length")
+
+
+def test_http_error_status_is_reported_with_its_body():
+    body = b'{"error": "model not found"}'
+    response = (b"HTTP/1.1 404 Not Found\r\ncontent-length: " + str(len(body)).encode()
+                + b"\r\n\r\n" + body)
+    _, done = feed(response, [10, 40])
+    with pytest.raises(client.HTTPError, match="HTTP 404.*model not found"):
+        done.result()
+
+
+def test_exact_token_prompts_hit_the_length_with_multi_token_words():
+    # a toy tokenizer: a word of length > 3 is two tokens, so batches overshoot and get cut
+    def tokenize(text):
+        return [t for w in text.split() for t in ([w] if len(w) <= 3 else [w[:3], w[3:]])]
+
+    ps = prompts.exact_token_prompts(tokenize, 0, "sweep c4 r1", 6, 40)
+    assert [len(tokenize(p)) for p in ps] == [40] * 6
+    assert len(set(ps)) == 6
+    assert ps == prompts.exact_token_prompts(tokenize, 0, "sweep c4 r1", 6, 40)
+    assert ps != prompts.exact_token_prompts(tokenize, 0, "sweep c4 r2", 6, 40)
+    with pytest.raises(KneeError, match="shorter than the prompt head"):
+        prompts.exact_token_prompts(tokenize, 0, "sweep c4 r1", 1, 2)

@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 from knee import __version__
+from knee.client import ENDPOINTS
 from knee.jsonio import KneeError
 
 DATASET = "knee-random-words"
@@ -38,6 +39,41 @@ def word_prompts(seed: int, tag: str, n: int, words: int) -> list[str]:
     return out
 
 
+def exact_token_prompts(tokenize, seed: int, tag: str, n: int, tokens: int) -> list[str]:
+    """n text prompts of exactly `tokens` tokens of the model's own tokenizer (`tokenize` maps
+    text to token ids without special tokens); distinct for every (seed, tag), identical across
+    arms. Words are added in batches sized to the remaining gap, halved on overshoot; a single
+    word that overshoots is swapped for the first word that fits."""
+    out = []
+    for i in range(n):
+        rng = _rng(seed, tag, i)
+        text = f"[{tag} #{i}]"
+        count = len(tokenize(text))
+        if count > tokens:
+            raise KneeError(f"prompt_tokens: {tokens} is shorter than the prompt head "
+                            f"{text!r} ({count} tokens)")
+        while count < tokens:
+            batch = [rng.choice(WORDS) for _ in range(tokens - count)]
+            candidates = []
+            while batch or candidates:
+                trial_text = f"{text} {' '.join(batch or candidates[:1])}"
+                trial = len(tokenize(trial_text))
+                if trial <= tokens:
+                    text, count = trial_text, trial
+                    break
+                if len(batch) > 1:
+                    batch = batch[:len(batch) // 2]
+                elif batch:  # one word too long for the gap: try the others in order
+                    batch, candidates = [], [w for w in WORDS if w != batch[0]]
+                else:
+                    candidates = candidates[1:]
+            else:
+                raise KneeError(f"prompt_tokens: cannot make {text!r} exactly {tokens} tokens "
+                                f"long with this tokenizer (stuck at {count})")
+        out.append(text)
+    return out
+
+
 def class_prompts(prompt_dir: Path, name: str) -> list[str]:
     folder = Path(prompt_dir) / name
     files = sorted(p for p in folder.glob("*.txt") if p.is_file()) if folder.is_dir() else []
@@ -61,10 +97,10 @@ def sampling_params(output_tokens: int) -> dict:
 
 def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
             concurrency: int, warmup: int, model: dict, dataset: str, seed: int,
-            prompt_spec: str = "") -> dict:
+            prompt_spec: str = "", api: str = "completions") -> dict:
     """The request profile of one point: what both arms must have sent, field by field."""
     return {
-        "api": "openai-completions",
+        "api": f"openai-{api}",
         "load": "closed-loop",
         "prompt_spec": prompt_spec,
         "tokenizer_sha256": model.get("tokenizer_sha256"),
@@ -74,7 +110,7 @@ def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
         "instrument": instrument,
         "point": point,
         "run": run,
-        "endpoint": "/v1/completions",
+        "endpoint": ENDPOINTS[api],
         "model_name": model["name"],
         "model_sha256": model.get("sha256"),
         "dataset": dataset,

@@ -125,7 +125,9 @@ def refuse_overwrite(root: Path, sid: str) -> None:
 
 def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict) -> None:
     """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
-    cfg = plan["instruments"][name]
+    # the depth instrument sends token ids, which only the completions endpoint takes
+    api = "completions" if name == "depth" else plan["instruments"]["api"]
+    cfg = {**plan["instruments"][name], "api": api}
     timeout = plan["instruments"]["request_timeout_s"]
     before = endpoint.scrape(engine.base_url)
     result = REGISTRY[name](engine, cfg, plan["instruments"]["seed"], model, timeout)

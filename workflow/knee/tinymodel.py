@@ -26,6 +26,11 @@ WORDS = (
 ).split()
 
 
+# a plain role-prefixed template, so /v1/chat/completions works on the tiny model
+CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
 def corpus(seed: int, prompt_dir: Path | None, lines: int = 4000) -> list[str]:
     rng = random.Random(seed)
     text = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 24))) for _ in range(lines)]
@@ -59,6 +64,7 @@ def build(out: Path, seed: int, layers: int, hidden: int, heads: int, vocab_size
 
     tok = train_tokenizer(seed, vocab_size, prompt_dir)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+    fast.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
     cfg = LlamaConfig(
         vocab_size=tok.get_vocab_size(),

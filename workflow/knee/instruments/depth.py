@@ -8,8 +8,6 @@ skip one (the seed's broken first instrument), so it is refused, not measured.
 
 from __future__ import annotations
 
-import httpx
-
 from knee import client, prom, prompts
 from knee.jsonio import KneeError
 from knee.runtime import endpoint
@@ -18,19 +16,11 @@ HITS = "vllm:prefix_cache_hits_total"
 QUERIES = "vllm:prefix_cache_queries_total"
 
 
-def tokenize(base_url: str, model: str, text: str) -> list[int]:
-    r = httpx.post(f"{base_url}/tokenize", json={"model": model, "prompt": text,
-                                                 "add_special_tokens": False}, timeout=60)
-    r.raise_for_status()
-    return r.json()["tokens"]
-
-
-def depth_prompt(base_url: str, model: str, seed: int, depth: int) -> list[int]:
+def depth_prompt(tokenize, seed: int, depth: int) -> list[int]:
     """Exactly `depth` token ids of deterministic words (identical across arms)."""
     words = depth
     while True:
-        text = prompts.word_prompts(seed, f"depth {depth}", 1, words)[0]
-        ids = tokenize(base_url, model, text)
+        ids = tokenize(prompts.word_prompts(seed, f"depth {depth}", 1, words)[0])
         if len(ids) >= depth:
             return ids[:depth]
         words *= 2
@@ -44,8 +34,9 @@ def counters(base_url: str) -> tuple[float, float]:
 def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
     sampling = prompts.sampling_params(cfg["output_tokens"])
     out = {"instrument": "depth", "points": [], "warmup": None}
+    tokenize = endpoint.tokenizer(engine.base_url, model["name"])
     for depth in cfg["depths"]:
-        ids = depth_prompt(engine.base_url, model["name"], seed, depth)
+        ids = depth_prompt(tokenize, seed, depth)
         hits0, queries0 = counters(engine.base_url)
         result = client.run(engine.base_url, model["name"], [ids], sampling, 1, timeout_s)
         hits1, queries1 = counters(engine.base_url)

@@ -11,14 +11,15 @@ def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
     for name in cfg["classes"]:
         texts = prompts.class_prompts(cfg["prompt_dir"], name)
         ps = [texts[i % len(texts)] for i in range(cfg["requests"])]
-        result = client.run(engine.base_url, model["name"], ps, sampling, 1, timeout_s)
+        result = client.run(engine.base_url, model["name"], ps, sampling, 1, timeout_s,
+                            api=cfg["api"])
         engine.check_alive(f"fixture class {name}")
         out["points"].append({
             "point": name, "run": 1,
             "profile": prompts.profile(
                 instrument="fixture", point=name, run=1, prompts=ps, sampling=sampling,
                 concurrency=1, warmup=0, model=model, dataset=f"fixture:{name}", seed=seed,
-                prompt_spec=f"{cfg['prompt_dir']}/{name}/*.txt, cycled"),
+                api=cfg["api"], prompt_spec=f"{cfg['prompt_dir']}/{name}/*.txt, cycled"),
             **result,
         })
     return out

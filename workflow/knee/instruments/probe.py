@@ -9,12 +9,15 @@ from knee.runtime import endpoint
 
 def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
     out = {"instrument": "probe", "points": [], "warmup": None}
+    tokenize = endpoint.tokenizer(engine.base_url, model["name"])
     for t in cfg["temperatures"]:
         sampling = {**prompts.sampling_params(cfg["output_tokens"]), "temperature": t,
                     "seed": seed}
-        ps = prompts.word_prompts(seed, f"probe T={t}", cfg["requests"], cfg["prompt_words"])
+        ps = prompts.exact_token_prompts(tokenize, seed, f"probe T={t}", cfg["requests"],
+                                         cfg["prompt_tokens"])
         before = endpoint.scrape(engine.base_url)
-        result = client.run(engine.base_url, model["name"], ps, sampling, 1, timeout_s)
+        result = client.run(engine.base_url, model["name"], ps, sampling, 1, timeout_s,
+                            api=cfg["api"])
         after = endpoint.scrape(engine.base_url)
         engine.check_alive(f"probe at temperature {t}")
         out["points"].append({
@@ -22,7 +25,7 @@ def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
             "profile": prompts.profile(
                 instrument="probe", point=f"T={t}", run=1, prompts=ps, sampling=sampling,
                 concurrency=1, warmup=0, model=model, dataset=prompts.DATASET, seed=seed,
-                prompt_spec=f"{cfg['prompt_words']} random words, unique head"),
+                api=cfg["api"], prompt_spec=f"{cfg['prompt_tokens']} tokens of random words, unique head"),
             **result,
         })
     return out

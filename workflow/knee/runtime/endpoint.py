@@ -55,6 +55,22 @@ def wait_healthy(base_url: str, exited: Callable[[], int | None], log: Path,
             time.sleep(interval_s)
 
 
+def tokenizer(base_url: str, model: str) -> Callable[[str], list[int]]:
+    """text -> token ids by the served model's own tokenizer (/tokenize, no special tokens)."""
+    http = httpx.Client(timeout=60)
+
+    def tokenize(text: str) -> list[int]:
+        try:
+            r = http.post(f"{base_url}/tokenize", json={"model": model, "prompt": text,
+                                                        "add_special_tokens": False})
+            r.raise_for_status()
+        except httpx.HTTPError as e:
+            raise EngineDied(f"cannot tokenize at {base_url}/tokenize: {e}") from None
+        return r.json()["tokens"]
+
+    return tokenize
+
+
 def scrape(base_url: str, timeout_s: float = 30.0) -> str:
     try:
         r = httpx.get(f"{base_url}/metrics", timeout=timeout_s)
