@@ -1,4 +1,7 @@
 import copy
+import shutil
+import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -24,3 +27,50 @@ def engine_python():
                        capture_output=True, text=True, timeout=3600)
     assert r.returncode == 0, r.stderr[-3000:]
     return str(ROOT / "resources" / "engine-venv" / "bin" / "python")
+
+
+def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> Path:
+    cfg = default_config
+    cfg["name"] = f"{name}-{uuid.uuid4().hex[:6]}"
+    cfg["protocol"]["pairs"] = 1
+    cfg["instruments"]["sweep"].update(
+        {"concurrency": [1, 4], "runs": 1, "output_tokens": 32, "warmup_requests": 1, **sweep})
+    cfg["instruments"]["fixture"].update({"classes": ["shell", "tool_json"], "requests": 1,
+                                          "output_tokens": 32})
+    cfg["instruments"]["depth"].update({"depths": [64, 512], "output_tokens": 32})
+    cfg["instruments"]["probe"].update({"requests": 1, "output_tokens": 32})
+    points = cfg["instruments"]["sweep"]["concurrency"]
+    cfg["bar"]["rules"] = [r for r in cfg["bar"]["rules"] if r["point"] in (*points, "all")]
+    cfg["bar"]["rules"].append({"name": "top gain", "instrument": "sweep",
+                                "metric": "throughput", "point": points[-1],
+                                "min_gain_pct": 15})
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def logs(root: Path) -> str:
+    """The workflow's own logs of a run, for an assertion message."""
+    return "\n".join(f"--- {p}\n{p.read_text()[-2000:]}" for p in sorted(root.rglob("logs/*.log")))
+
+
+def engine_processes(cwd: Path) -> list[str]:
+    """Engine processes started from this checkout (another checkout's runs are not ours)."""
+    out = subprocess.run(["pgrep", "-af", "vllm.entrypoints"], capture_output=True, text=True)
+    mine = []
+    for line in out.stdout.splitlines():
+        try:
+            if Path(f"/proc/{line.split()[0]}/cwd").resolve() == cwd.resolve():
+                mine.append(line)
+        except OSError:
+            continue
+    return mine
+
+
+@pytest.fixture
+def results_dir():
+    made = []
+    yield made
+    for path in made:
+        subprocess.run(["chmod", "-R", "u+w", str(path)], check=False)
+        shutil.rmtree(path, ignore_errors=True)

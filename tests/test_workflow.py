@@ -1,7 +1,6 @@
 """The workflow end to end against the real embedded engine (vLLM on CPU), and its faults."""
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -13,56 +12,9 @@ import pytest
 import yaml
 
 from knee import jsonio
-from tests.conftest import ROOT
+from tests.conftest import ROOT, engine_processes, logs, reduced_config
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2"]
-
-
-def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> Path:
-    cfg = default_config
-    cfg["name"] = f"{name}-{uuid.uuid4().hex[:6]}"
-    cfg["protocol"]["pairs"] = 1
-    cfg["instruments"]["sweep"].update(
-        {"concurrency": [1, 4], "runs": 1, "output_tokens": 32, "warmup_requests": 1, **sweep})
-    cfg["instruments"]["fixture"].update({"classes": ["shell", "tool_json"], "requests": 1,
-                                          "output_tokens": 32})
-    cfg["instruments"]["depth"].update({"depths": [64, 512], "output_tokens": 32})
-    cfg["instruments"]["probe"].update({"requests": 1, "output_tokens": 32})
-    points = cfg["instruments"]["sweep"]["concurrency"]
-    cfg["bar"]["rules"] = [r for r in cfg["bar"]["rules"] if r["point"] in (*points, "all")]
-    cfg["bar"]["rules"].append({"name": "top gain", "instrument": "sweep",
-                                "metric": "throughput", "point": points[-1],
-                                "min_gain_pct": 15})
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
-
-
-def logs(root: Path) -> str:
-    """The workflow's own logs of a run, for an assertion message."""
-    return "\n".join(f"--- {p}\n{p.read_text()[-2000:]}" for p in sorted(root.rglob("logs/*.log")))
-
-
-def engine_processes(cwd: Path) -> list[str]:
-    """Engine processes started from this checkout (another checkout's runs are not ours)."""
-    out = subprocess.run(["pgrep", "-af", "vllm.entrypoints"], capture_output=True, text=True)
-    mine = []
-    for line in out.stdout.splitlines():
-        try:
-            if Path(f"/proc/{line.split()[0]}/cwd").resolve() == cwd.resolve():
-                mine.append(line)
-        except OSError:
-            continue
-    return mine
-
-
-@pytest.fixture
-def results_dir():
-    made = []
-    yield made
-    for path in made:
-        subprocess.run(["chmod", "-R", "u+w", str(path)], check=False)
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_gpu_config_dry_run_validates_and_plans():

@@ -43,6 +43,26 @@ def shown(path: Path | str) -> str:
         return str(path)
 
 
+SLURM_FACTS = {  # receipt field: the variable Slurm sets in a job
+    "job_id": "SLURM_JOB_ID", "node": "SLURMD_NODENAME", "nodelist": "SLURM_JOB_NODELIST",
+    "partition": "SLURM_JOB_PARTITION", "account": "SLURM_JOB_ACCOUNT",
+    "cpus_on_node": "SLURM_CPUS_ON_NODE", "cpus_per_task": "SLURM_CPUS_PER_TASK",
+    "mem_per_node_mb": "SLURM_MEM_PER_NODE", "mem_per_cpu_mb": "SLURM_MEM_PER_CPU",
+    "gpus_on_node": "SLURM_GPUS_ON_NODE", "job_gpus": "SLURM_JOB_GPUS",
+    "num_nodes": "SLURM_JOB_NUM_NODES", "job_end_time": "SLURM_JOB_END_TIME",
+}
+
+
+def scheduler(env: dict | None = None) -> dict:
+    """Where the session ran: the Slurm job, node and allocation, or the local machine."""
+    env = os.environ if env is None else env
+    facts = {"host": platform.node(), "cpu_affinity": sorted(os.sched_getaffinity(0))}
+    if not env.get("SLURM_JOB_ID"):
+        return {"kind": "local", **facts}
+    slurm = {k: env[v] for k, v in SLURM_FACTS.items() if env.get(v)}
+    return {"kind": "slurm", **facts, **slurm}
+
+
 def compile_cache(cache_root: Path) -> dict:
     """What the engine's torch.compile cache holds: its directory and the cache keys in it."""
     base = Path(cache_root) / "torch_compile_cache"

@@ -87,14 +87,19 @@ def get_previous_stop(wildcards):
     return [f"{R}/receipts/{after}-stop.json"] if after else []
 
 
+# Where a session job runs and with what allocation (Slurm: its sbatch request).
+SESSION_RESOURCES = PLAN["runtime"]["session_resources"]
+
+
 def get_session_params(wildcards):
     """Everything that decides what a session measures: a change reruns the session."""
     s = SESSIONS[wildcards.sid]
+    runtime = {k: v for k, v in PLAN["runtime"].items() if k != "session_resources"}
     return json.dumps(
         {
             "arm": PLAN["arms"][s["arm"]],
             "model": MODEL,
-            "runtime": PLAN["runtime"],
+            "runtime": runtime,
             "instruments": PLAN["instruments"],
         },
         sort_keys=True,

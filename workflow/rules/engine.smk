@@ -6,6 +6,8 @@ rule engine_env:
         f"{ENGINE_VENV}/knee-engine.json",
     log:
         "logs/engine_env.log",
+    # installed once where Snakemake runs; cluster nodes see it on the shared filesystem
+    localrule: True
     conda:
         "../../envs/workflow.yaml"
     params:
@@ -23,6 +25,7 @@ rule tiny_model:
         directory(MODEL["path"]),
     log:
         "logs/tiny_model.log",
+    localrule: True
     conda:
         "../../envs/workflow.yaml"
     params:

@@ -9,6 +9,8 @@ rule session:
         **{k: protected(update(v)) for k, v in session_outputs("{sid}").items()},
     log:
         f"{R}/logs/session/{{sid}}.log",
+    resources:
+        **SESSION_RESOURCES,
     conda:
         "../../envs/workflow.yaml"
     params:

