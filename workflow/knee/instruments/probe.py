@@ -25,7 +25,8 @@ def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
             "profile": prompts.profile(
                 instrument="probe", point=f"T={t}", run=1, prompts=ps, sampling=sampling,
                 concurrency=1, warmup=0, model=model, dataset=prompts.DATASET, seed=seed,
-                api=cfg["api"], prompt_spec=f"{cfg['prompt_tokens']} tokens of random words, unique head"),
+                api=cfg["api"],
+                prompt_spec=f"{cfg['prompt_tokens']} tokens of random words, unique head"),
             **result,
         })
     return out
