@@ -9,10 +9,10 @@ rule session:
         **{k: protected(update(v)) for k, v in session_outputs("{sid}").items()},
     log:
         f"{R}/logs/session/{{sid}}.log",
-    resources:
-        **SESSION_RESOURCES,
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **SESSION_RESOURCES,
     params:
         measured=get_session_params,
         python=ENGINE_PYTHON,
