@@ -183,6 +183,13 @@ def check_depths(config: dict, arms: dict, source: str = "config") -> None:
                             f"{depth['output_tokens']} exceeds server.args.max-model-len {limit}")
 
 
+def measured_sha256(config: dict) -> str:
+    """sha256 of the config without where its sessions run (runtime.session_resources): the
+    same experiment on a laptop or as Slurm jobs has the same hash."""
+    runtime = {k: v for k, v in config.get("runtime", {}).items() if k != "session_resources"}
+    return sha256_of({**config, "runtime": runtime})
+
+
 def make_plan(config: dict, config_path: str = "config") -> dict:
     arms = resolve_arms(config)
     check_one_variable(arms, config["variable"], config_path)
@@ -192,7 +199,7 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
         "name": config["name"],
         "question": config.get("question", ""),
         "config_file": config_path,
-        "config_sha256": sha256_of(config),
+        "config_sha256": measured_sha256(config),
         "variable": config["variable"],
         "arms": arms,
         "model": model_ref(config),

@@ -88,7 +88,7 @@ def get_previous_stop(wildcards):
 
 
 # Where a session job runs and with what allocation (Slurm: its sbatch request).
-SESSION_RESOURCES = PLAN["runtime"]["session_resources"]
+SESSION_RESOURCES = PLAN["runtime"].get("session_resources", {})
 
 
 def get_session_params(wildcards):
