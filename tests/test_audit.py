@@ -102,3 +102,18 @@ def test_analysis_modules_cannot_reach_a_server():
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_readme_of_a_sweep_only_experiment_renders():
+    from knee import jsonio, readme
+
+    pub = ROOT / "results" / "ksched-cpu"
+    plan = jsonio.read(pub / "plan.json", "plan")
+    plan["instruments"] = {k: v for k, v in plan["instruments"].items() if k != "fixture"}
+    comparison = jsonio.read(pub / "comparison" / "comparison.json", "comparison")
+    comparison["rows"] = [r for r in comparison["rows"] if r["instrument"] != "fixture"]
+    comparison["fixture_classes"] = []
+    boots = [jsonio.read(p, "boot") for p in sorted((pub / "receipts").glob("*-boot.json"))]
+    text = readme.render(plan, comparison, jsonio.read(pub / "comparison" / "bar.json", "bar"),
+                         boots, jsonio.read(pub / "comparison" / "acceptance.json"))
+    assert "Sweep: closed loop" in text and "Fixture: single stream" not in text

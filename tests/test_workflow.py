@@ -76,6 +76,13 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert probe["temperatures"][0]["spec_decode_num_drafts"] > 0  # greedy: the ngram matches
     hot = probe["temperatures"][1]  # sampled: drafts, or the window says there were none
     assert hot["spec_decode_num_drafts"] > 0 or hot["flags"][-1].startswith("no drafts")
+    caches = [jsonio.read(root / "receipts" / f"1-{arm}-cache.json", "cache")
+              for arm in ("control", "candidate")]
+    for c in caches:  # whatever the cache held, the receipt says what each layer did
+        assert c["key"] and c["result"] in ("hit", "partial hit", "miss")
+        assert c["keys"][c["key"]]["aot"] in ("loaded", "present, failed to load, recompiled",
+                                              "compiled and saved (not in the cache)")
+    assert "Compile cache: " in readme
     png = root / "figures" / "throughput.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -144,3 +151,22 @@ def test_ctrl_c_during_a_session_stops_the_engine(tmp_path, default_config, resu
     assert not engine_processes(ROOT)
     assert not (root / "receipts" / "1-control-boot.json").exists()
     assert not (root / "receipts" / "1-control-stop.json").exists()
+
+
+@pytest.mark.engine
+def test_on_cache_miss_fail_refuses_before_booting(tmp_path, default_config, results_dir,
+                                                   engine_python):
+    path = reduced_config(tmp_path, default_config, "it-cachefail")
+    cfg = yaml.safe_load(path.read_text())
+    cfg["runtime"].update({"on_cache_miss": "fail", "cache_dir": str(tmp_path / "cold-cache")})
+    path.write_text(yaml.safe_dump(cfg))
+    root = ROOT / "results" / cfg["name"]
+    results_dir.append(root)
+    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode != 0
+    log = (root / "logs" / "session" / "1-control.log").read_text()
+    assert "the compile cache" in log and "the cache holds no key" in log
+    assert "runtime.on_cache_miss is 'fail', so nothing was booted" in log
+    assert not (root / "logs" / "engine" / "1-control.log").exists()
+    assert not (root / "receipts" / "1-control-boot.json").exists()

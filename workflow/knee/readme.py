@@ -68,7 +68,24 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list
     return out
 
 
-def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict) -> str:
+def shared_key(caches: dict[str, dict]) -> str | None:
+    """Whether the arms compiled under the same cache key (the seed: the schedule did not
+    change the hash), in words; None without cache receipts."""
+    keys: dict[str, set] = {}
+    for c in caches.values():
+        keys.setdefault(c["arm"], set()).update(c["keys"])
+    if set(keys) != {"control", "candidate"}:
+        return None
+    if keys["control"] == keys["candidate"]:
+        return (f"both arms compiled under the same cache key "
+                f"(`{', '.join(k[:12] for k in sorted(keys['control']))}`)")
+    return (f"the arms compiled under different cache keys (control "
+            f"`{', '.join(k[:12] for k in sorted(keys['control']))}`, candidate "
+            f"`{', '.join(k[:12] for k in sorted(keys['candidate']))}`)")
+
+
+def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict,
+           caches: dict[str, dict] | None = None) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     tables = []
@@ -88,7 +105,8 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         caveats=caveats(comparison, bar, acceptance), fmt=fmt, pctf=pctf, ci=ci, ms=ms,
         positions=positions,
         probes=[w for w in acceptance["windows"] if w.get("temperatures")],
-        headline=headline(comparison, bar))
+        headline=headline(comparison, bar), caches=caches or {},
+        shared_key=shared_key(caches or {}))
 
 
 def comparison_markdown(comparison: dict, bar: dict | None = None) -> str:

@@ -45,22 +45,39 @@ def shown(path: Path | str) -> str:
 
 SLURM_FACTS = {  # receipt field: the variable Slurm sets in a job
     "job_id": "SLURM_JOB_ID", "node": "SLURMD_NODENAME", "nodelist": "SLURM_JOB_NODELIST",
-    "partition": "SLURM_JOB_PARTITION", "account": "SLURM_JOB_ACCOUNT",
-    "cpus_on_node": "SLURM_CPUS_ON_NODE", "cpus_per_task": "SLURM_CPUS_PER_TASK",
-    "mem_per_node_mb": "SLURM_MEM_PER_NODE", "mem_per_cpu_mb": "SLURM_MEM_PER_CPU",
-    "gpus_on_node": "SLURM_GPUS_ON_NODE", "job_gpus": "SLURM_JOB_GPUS",
-    "num_nodes": "SLURM_JOB_NUM_NODES", "job_end_time": "SLURM_JOB_END_TIME",
+    "num_nodes": "SLURM_JOB_NUM_NODES", "partition": "SLURM_JOB_PARTITION",
+    "account": "SLURM_JOB_ACCOUNT", "cpus_on_node": "SLURM_CPUS_ON_NODE",
+    "cpus_per_task": "SLURM_CPUS_PER_TASK", "gpus_on_node": "SLURM_GPUS_ON_NODE",
+    "job_gpus": "SLURM_JOB_GPUS",
 }
+# fields of `scontrol show job -o` that describe the allocation
+ALLOCATION = ("TRES", "NumCPUs", "MinMemoryNode", "MinMemoryCPU", "TimeLimit", "Partition",
+              "Account", "QOS", "NodeList", "TresPerNode", "TresPerJob", "Features")
+
+
+def slurm_allocation(job_id: str) -> dict:
+    """The job's allocation as the controller reports it (the step's env does not carry all)."""
+    try:
+        r = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True,
+                           text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": f"scontrol: {e}"}
+    if r.returncode != 0:
+        return {"error": f"scontrol: {r.stderr.strip()[:200]}"}
+    fields = dict(tok.split("=", 1) for tok in r.stdout.split() if "=" in tok)
+    return {k: fields[k] for k in ALLOCATION if fields.get(k) not in (None, "(null)")}
 
 
 def scheduler(env: dict | None = None) -> dict:
-    """Where the session ran: the Slurm job, node and allocation, or the local machine."""
+    """Where the session runs: the Slurm job, node and allocation, or the local machine.
+    Taken before the session pins itself to the client's CPUs."""
     env = os.environ if env is None else env
     facts = {"host": platform.node(), "cpu_affinity": sorted(os.sched_getaffinity(0))}
     if not env.get("SLURM_JOB_ID"):
         return {"kind": "local", **facts}
     slurm = {k: env[v] for k, v in SLURM_FACTS.items() if env.get(v)}
-    return {"kind": "slurm", **facts, **slurm}
+    return {"kind": "slurm", **facts, **slurm,
+            "allocation": slurm_allocation(env["SLURM_JOB_ID"])}
 
 
 def compile_cache(cache_root: Path) -> dict:

@@ -23,6 +23,13 @@ def load_boots(plan: dict, root: Path) -> list[dict]:
     return [jsonio.read(boot_path(root, s["id"]), "boot") for s in plan["protocol"]["sessions"]]
 
 
+def load_caches(plan: dict, root: Path) -> dict[str, dict]:
+    """Every session's compile-cache receipt that exists, by session id."""
+    paths = {s["id"]: Path(root) / "receipts" / f"{s['id']}-cache.json"
+             for s in plan["protocol"]["sessions"]}
+    return {sid: jsonio.read(p, "cache") for sid, p in paths.items() if p.exists()}
+
+
 def load_sessions(plan: dict, root: Path) -> dict:
     """sessions[(pair, arm)] = {"boot", "raw": {instrument: raw}, "files": {kind: path}}."""
     out = {}

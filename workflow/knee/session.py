@@ -9,6 +9,7 @@ engine is stopped on success, failure, SIGTERM and Ctrl-C.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -17,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from knee import jsonio, receipts
+from knee import cache, jsonio, receipts
 from knee.instruments import REGISTRY
 from knee.results import instrument_names
 from knee.runtime import endpoint
@@ -56,6 +57,20 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         if tokenizer.is_file() else None
     refuse_overwrite(root, sid)
     cache_root = Path(rt["cache_dir"]).resolve()
+    engine_facts = jsonio.read(engine_info)
+    arm_key = cache.fingerprint(arm, model["sha256"], json.dumps(engine_facts.get("packages")))
+    snap_before = cache.snapshot(cache_root)
+    expected = cache.predict(cache_root, arm_key, snap_before)
+    if expected["expected"] != "hit":
+        message = (f"session {sid}: the compile cache in {receipts.shown(cache_root)} is "
+                   f"expected to {'miss' if expected['expected'] == 'miss' else 'be unknown'}: "
+                   f"{expected['reason']}")
+        if rt["on_cache_miss"] == "fail":
+            raise jsonio.KneeError(
+                f"{message}. runtime.on_cache_miss is 'fail', so nothing was booted: boot this "
+                "arm once with on_cache_miss: warn to build its cache, or point "
+                "runtime.cache_dir at a warm one")
+        print(f"warning: {message}; the boot will pay for the compile", file=sys.stderr)
     staging = root / ".staging" / sid
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "raw" / sid).mkdir(parents=True)
@@ -66,6 +81,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     port = rt.get("port") or endpoint.free_port(rt["host"])
     env = {**arm.get("env", {}), "VLLM_CACHE_ROOT": str(cache_root)}
     argv = server_argv(python, arm, model["path"], model["name"], rt["host"], port)
+    where = receipts.scheduler()
     engine_cpus, client_cpus = split_cpus(rt.get("engine_cpus"))
     if client_cpus:
         os.sched_setaffinity(0, client_cpus)
@@ -80,14 +96,22 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         engine.start()
         boot_s = engine.wait_healthy(rt["boot_timeout_s"])
         cache_after = receipts.compile_cache(cache_root)
+        observed = cache.observe(log.read_text(errors="replace"), snap_before,
+                                 cache.snapshot(cache_root))
+        cache.remember(cache_root, arm_key, observed["key"], now())
+        jsonio.write(staging / "receipts" / f"{sid}-cache.json", "cache", {
+            "experiment": plan["name"], "session": sid, "pair": info["pair"],
+            "arm": info["arm"], "policy": rt["on_cache_miss"], "arm_fingerprint": arm_key,
+            "expected": expected, **observed, "boot_seconds": round(boot_s, 3)})
         jsonio.write(staging / "receipts" / f"{sid}-boot.json", "boot", {
             "experiment": plan["name"], "session": sid, "pair": info["pair"], "arm": info["arm"],
             "runtime": rt["kind"], "started_at": started, "boot_seconds": round(boot_s, 3),
             "endpoint": engine.base_url, "argv": argv,
             "env": redact({**env, "VLLM_CACHE_ROOT": receipts.shown(cache_root)}),
             "cpus": {"engine": engine_cpus, "client": client_cpus},
-            "server": arm, "model": model, "engine": jsonio.read(engine_info),
-            "hardware": receipts.hardware(), "config_sha256": plan["config_sha256"],
+            "server": arm, "model": model, "engine": engine_facts,
+            "hardware": receipts.hardware(), "scheduler": where,
+            "config_sha256": plan["config_sha256"],
             "bar_sha256": plan["bar_sha256"], "workflow": plan.get("workflow"),
             "compile_cache": {**cache_before, "keys_after": cache_after["keys"],
                               "new_keys": sorted(set(cache_after["keys"]) -

@@ -110,6 +110,7 @@ def session_outputs(sid):
     out = {
         "boot": f"{R}/receipts/{sid}-boot.json",
         "stop": f"{R}/receipts/{sid}-stop.json",
+        "cache": f"{R}/receipts/{sid}-cache.json",
     }
     for name in INSTRUMENTS:
         for suffix in ("json", "prom.before", "prom.after"):
@@ -130,5 +131,5 @@ def get_all_raw(wildcards):
         path
         for sid in SESSIONS
         for key, path in session_outputs(sid).items()
-        if key not in ("stop",)
+        if key not in ("stop", "cache")
     ]
