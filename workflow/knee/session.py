@@ -43,10 +43,6 @@ def session_info(plan: dict, sid: str) -> dict:
 def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -> None:
     plan = jsonio.read(plan_path, "plan")
     info = session_info(plan, sid)
-    if plan["runtime"]["kind"] != "process":
-        raise jsonio.KneeError(
-            f"runtime.kind: {plan['runtime']['kind']!r} sessions are not available in this "
-            "version; only 'process' can boot (the plan and dry run work for every runtime)")
     arm = plan["arms"][info["arm"]]
     rt = plan["runtime"]
     model = dict(plan["model"])
@@ -57,8 +53,10 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         if tokenizer.is_file() else None
     refuse_overwrite(root, sid)
     cache_root = Path(rt["cache_dir"]).resolve()
+    # the engine environment's versions, or (docker) the image receipt: digest and versions
     engine_facts = jsonio.read(engine_info)
-    arm_key = cache.fingerprint(arm, model["sha256"], json.dumps(engine_facts.get("packages")))
+    arm_key = cache.fingerprint(arm, model["sha256"], json.dumps(
+        [engine_facts.get("packages"), engine_facts.get("digest")]))
     snap_before = cache.snapshot(cache_root)
     expected = cache.predict(cache_root, arm_key, snap_before)
     if expected["expected"] != "hit":
@@ -80,13 +78,19 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         log.rename(log.with_suffix(f".{int(time.time())}.log"))
     port = rt.get("port") or endpoint.free_port(rt["host"])
     env = {**arm.get("env", {}), "VLLM_CACHE_ROOT": str(cache_root)}
-    argv = server_argv(python, arm, model["path"], model["name"], rt["host"], port)
     where = receipts.scheduler()
     engine_cpus, client_cpus = split_cpus(rt.get("engine_cpus"))
     if client_cpus:
         os.sched_setaffinity(0, client_cpus)
-    engine = Engine(argv=argv, env=env, log=log, host=rt["host"], port=port,
-                    pidfile=root / ".run" / f"{sid}.pid", cpus=engine_cpus)
+    if rt["kind"] == "docker":
+        engine, launch = container_engine(plan, sid, arm, model, engine_facts, log, port,
+                                          cache_root, engine_cpus)
+    else:
+        argv = server_argv(python, arm, model["path"], model["name"], rt["host"], port)
+        engine = Engine(argv=argv, env=env, log=log, host=rt["host"], port=port,
+                        pidfile=root / ".run" / f"{sid}.pid", cpus=engine_cpus)
+        launch = {"argv": argv, "env": redact({**env, "VLLM_CACHE_ROOT":
+                                               receipts.shown(cache_root)})}
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _raise_on_signal)
     cache_before = receipts.compile_cache(cache_root)
@@ -106,8 +110,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         jsonio.write(staging / "receipts" / f"{sid}-boot.json", "boot", {
             "experiment": plan["name"], "session": sid, "pair": info["pair"], "arm": info["arm"],
             "runtime": rt["kind"], "started_at": started, "boot_seconds": round(boot_s, 3),
-            "endpoint": engine.base_url, "argv": argv,
-            "env": redact({**env, "VLLM_CACHE_ROOT": receipts.shown(cache_root)}),
+            "endpoint": engine.base_url, **launch,
             "cpus": {"engine": engine_cpus, "client": client_cpus},
             "server": arm, "model": model, "engine": engine_facts,
             "hardware": receipts.hardware(), "scheduler": where,
@@ -133,6 +136,32 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
             os.replace(staging, failed)
             print(f"session {sid} failed; partial data kept in {failed}", file=sys.stderr)
     publish(staging, root)
+
+
+def container_engine(plan: dict, sid: str, arm: dict, model: dict, image: dict, log: Path,
+                     port: int, cache_root: Path, cpus: list[int] | None):
+    """The docker runtime's engine: the pinned image (checked and pulled again on this node),
+    the server listening on all of the container's interfaces, published on runtime.host."""
+    from knee.runtime import docker
+
+    rt = plan["runtime"]
+    docker.pull(rt["image"])
+    cache_root.mkdir(parents=True, exist_ok=True)
+    python, *command = server_argv("python", arm, docker.MODEL_MOUNT, model["name"], "0.0.0.0",
+                                   docker.CONTAINER_PORT)
+    env = {**arm.get("env", {}), "VLLM_CACHE_ROOT": docker.CACHE_MOUNT}
+    engine = docker.Container(
+        image=image["pinned_ref"], command=command[2:], env=env, log=log, host=rt["host"],
+        port=port, model_dir=str(Path(model["path"]).resolve()), cache_dir=str(cache_root),
+        labels={docker.LABEL_EXPERIMENT: plan["name"], docker.LABEL_SESSION: sid},
+        gpus=rt.get("gpus"), shm_size=rt.get("shm_size"), cpus=cpus,
+        name=f"knee-{plan['name']}-{sid}")
+    spec = engine.run_spec()
+    shown = {**spec, "environment": redact(env), "device_requests": repr(
+        spec.get("device_requests", [])), "volumes": {
+            receipts.shown(k): v for k, v in spec["volumes"].items()}}
+    return engine, {"argv": [python, *command], "env": redact(env), "container": shown,
+                    "image": image["digest"]}
 
 
 def refuse_overwrite(root: Path, sid: str) -> None:

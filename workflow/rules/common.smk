@@ -36,6 +36,7 @@ SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
 INSTRUMENTS = instrument_names(PLAN)
 # Jobs run `knee` from the environment Snakemake runs in, activated or not.
 os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), os.getenv("PATH", "")]))
+CLEANUP_FLAGS = "--docker" if PLAN["runtime"]["kind"] == "docker" else ""
 ENGINE_VENV = "resources/engine-venv"
 ENGINE_PYTHON = f"{ENGINE_VENV}/bin/python"
 MODEL = PLAN["model"]
@@ -65,9 +66,10 @@ def unless_published(sid, paths):
 
 
 def get_engine_input(wildcards):
-    """The process runtime runs the embedded engine environment; docker brings its own."""
-    if PLAN["runtime"]["kind"] != "process":
-        return []
+    """Facts about the engine a session boots: the embedded engine environment (process
+    runtime) or the checked, pulled image (docker)."""
+    if PLAN["runtime"]["kind"] == "docker":
+        return [f"{R}/receipts/image.json"]
     return unless_published(wildcards.sid, list(rules.engine_env.output))
 
 
