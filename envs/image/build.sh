@@ -13,15 +13,17 @@ mirror=${KNEE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mkdir -p "$work"
 t=$SECONDS
 phase() { echo "build.sh: $1 $((SECONDS - t)) s" >&2; t=$SECONDS; }
-if ! docker image inspect knee-base:bookworm >/dev/null 2>&1; then
+# python3-dev: the engine's torch.compile builds C++ against Python.h on CPU
+packages=python3,python3-venv,python3-dev,libnuma1,libgomp1,g++,ca-certificates
+base=knee-base:bookworm-$(echo "$packages" | sha256sum | cut -c1-12)
+if ! docker image inspect "$base" >/dev/null 2>&1; then
     rootfs=$work/rootfs
     rm -rf "$rootfs"
-    debootstrap --variant=minbase \
-        --include=python3,python3-venv,libnuma1,libgomp1,g++,ca-certificates \
+    debootstrap --variant=minbase --include="$packages" \
         bookworm "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
         { tail -20 "$work/debootstrap.log" >&2; exit 1; }
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-    tar -C "$rootfs" -c . | docker import - knee-base:bookworm >/dev/null
+    tar -C "$rootfs" -c . | docker import - "$base" >/dev/null
     rm -rf "$rootfs"
 fi
 phase "base image (debootstrap + import):"
@@ -38,7 +40,7 @@ python3 -m pip wheel --disable-pip-version-check -q "${extra[@]}" \
     -r "$ctx/wheels/engine.txt" -w "$ctx/wheels"
 phase "wheels:"
 cp "$here/Dockerfile" "$ctx/Dockerfile"
-docker build -q -t "$ref" "$ctx" >/dev/null
+docker build -q --build-arg BASE="$base" -t "$ref" "$ctx" >/dev/null
 phase "docker build:"
 docker push -q "$ref" >/dev/null
 phase "push:"

@@ -34,7 +34,7 @@ def counters(base_url: str) -> tuple[float, float]:
 def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
     sampling = prompts.sampling_params(cfg["output_tokens"])
     out = {"instrument": "depth", "points": [], "warmup": None}
-    tokenize = endpoint.tokenizer(engine.base_url, model["name"])
+    tokenize = endpoint.tokenizer(engine.base_url, model["name"], engine.check_alive)
     for depth in cfg["depths"]:
         ids = depth_prompt(tokenize, seed, depth)
         hits0, queries0 = counters(engine.base_url)

@@ -9,7 +9,7 @@ from knee.runtime import endpoint
 
 def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
     out = {"instrument": "probe", "points": [], "warmup": None}
-    tokenize = endpoint.tokenizer(engine.base_url, model["name"])
+    tokenize = endpoint.tokenizer(engine.base_url, model["name"], engine.check_alive)
     for t in cfg["temperatures"]:
         sampling = {**prompts.sampling_params(cfg["output_tokens"]), "temperature": t,
                     "seed": seed}

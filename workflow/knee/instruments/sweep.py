@@ -18,7 +18,7 @@ def point_prompts(cfg: dict, tokenize, seed: int, concurrency: int, run: int) ->
 def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
     api = cfg["api"]
     sampling = prompts.sampling_params(cfg["output_tokens"])
-    tokenize = endpoint.tokenizer(engine.base_url, model["name"])
+    tokenize = endpoint.tokenizer(engine.base_url, model["name"], engine.check_alive)
     warm = prompts.exact_token_prompts(tokenize, seed, "sweep warmup", cfg["warmup_requests"],
                                        cfg["prompt_tokens"])
     out = {"instrument": "sweep", "points": [], "warmup": None}

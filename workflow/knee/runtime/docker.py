@@ -160,6 +160,7 @@ class Container:
 
         self.log.parent.mkdir(parents=True, exist_ok=True)
         client = docker_client()
+        self._remove_leftovers(client)  # a killed earlier attempt of this very session
         try:
             self.container = client.containers.run(**self.run_spec())
         except docker.errors.APIError as e:
@@ -167,6 +168,11 @@ class Container:
                             f"{e.explanation or e}") from None
         self._follower = threading.Thread(target=self._follow, daemon=True)
         self._follower.start()
+
+    def _remove_leftovers(self, client) -> None:
+        labels = [f"{k}={v}" for k, v in self.labels.items()]
+        for c in client.containers.list(all=True, filters={"label": labels}):
+            c.remove(force=True)
 
     def _follow(self) -> None:
         """Copy the container's log to the session's engine log as it is written."""
@@ -202,9 +208,7 @@ class Container:
     def stop(self, timeout_s: float = 30.0) -> dict:
         """Stop (SIGTERM, then SIGKILL after timeout_s) and remove the container. Idempotent."""
         if self.container is None:  # interrupted while starting: find it by its labels
-            for c in docker_client().containers.list(all=True, filters={"label": [
-                    f"{k}={v}" for k, v in self.labels.items()]}):
-                c.remove(force=True)
+            self._remove_leftovers(docker_client())
             return {"exit_status": None, "signal": None, "killed": False, "stop_seconds": 0.0}
         t0 = time.monotonic()
         already = self.exited()

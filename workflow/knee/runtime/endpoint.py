@@ -55,8 +55,10 @@ def wait_healthy(base_url: str, exited: Callable[[], int | None], log: Path,
             time.sleep(interval_s)
 
 
-def tokenizer(base_url: str, model: str) -> Callable[[str], list[int]]:
-    """text -> token ids by the served model's own tokenizer (/tokenize, no special tokens)."""
+def tokenizer(base_url: str, model: str, check_alive: Callable[[str], None] | None = None
+              ) -> Callable[[str], list[int]]:
+    """text -> token ids by the served model's own tokenizer (/tokenize, no special tokens).
+    On a failed call, check_alive (the engine's) reports an engine that exited, first."""
     http = httpx.Client(timeout=60)
 
     def tokenize(text: str) -> list[int]:
@@ -65,6 +67,8 @@ def tokenizer(base_url: str, model: str) -> Callable[[str], list[int]]:
                                                         "add_special_tokens": False})
             r.raise_for_status()
         except httpx.HTTPError as e:
+            if check_alive:
+                check_alive("tokenization of a prompt set")
             raise EngineDied(f"cannot tokenize at {base_url}/tokenize: {e}") from None
         return r.json()["tokens"]
 
