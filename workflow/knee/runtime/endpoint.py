@@ -67,8 +67,9 @@ def tokenizer(base_url: str, model: str, check_alive: Callable[[str], None] | No
                                                         "add_special_tokens": False})
             r.raise_for_status()
         except httpx.HTTPError as e:
-            if check_alive:
-                check_alive("tokenization of a prompt set")
+            for _ in range(10 if check_alive else 0):  # a dying engine drops connections
+                check_alive("tokenization of a prompt set")  # before its exit is visible
+                time.sleep(0.3)
             raise EngineDied(f"cannot tokenize at {base_url}/tokenize: {e}") from None
         return r.json()["tokens"]
 
