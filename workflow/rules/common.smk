@@ -10,9 +10,15 @@ from snakemake.logging import logger
 DEFAULT_CONFIG = "config/config.yaml"
 
 
+def shown_path(path):
+    """A path as plans and READMEs show it: relative to the working directory when inside."""
+    rel = os.path.relpath(path)
+    return str(path) if rel.startswith("..") else rel
+
+
 def load_config():
     """Validate the config (after the default, if no --configfile was given) and plan it."""
-    files = [str(f) for f in workflow.overwrite_configfiles]
+    files = [shown_path(f) for f in workflow.overwrite_configfiles]
     source = ", ".join(files) if files else DEFAULT_CONFIG
     given = dict(config)
     if not files:
