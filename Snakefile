@@ -7,20 +7,33 @@ min_version("9.11")
 # default leaks into another experiment); see load_config() in workflow/rules/common.smk.
 
 
-include: "workflow/rules/common.smk"
-include: "workflow/rules/engine.smk"
-include: "workflow/rules/image.smk"
-include: "workflow/rules/session.smk"
-include: "workflow/rules/metrics.smk"
-include: "workflow/rules/compare.smk"
-include: "workflow/rules/readme.smk"
+if "experiments" in config:
 
+    include: "workflow/rules/experiments.smk"
 
-onerror:
-    shell("knee cleanup --root {R} {CLEANUP_FLAGS}")
+    onerror:
+        for name in EXPERIMENTS:
+            shell(f"knee cleanup --root results/{name} --docker")
 
+    rule all:
+        default_target: True
+        input:
+            [f"results/{name}/MANIFEST.sha256" for name in EXPERIMENTS],
 
-rule all:
-    default_target: True
-    input:
-        f"{R}/MANIFEST.sha256",
+else:
+
+    include: "workflow/rules/common.smk"
+    include: "workflow/rules/engine.smk"
+    include: "workflow/rules/image.smk"
+    include: "workflow/rules/session.smk"
+    include: "workflow/rules/metrics.smk"
+    include: "workflow/rules/compare.smk"
+    include: "workflow/rules/readme.smk"
+
+    onerror:
+        shell("knee cleanup --root {R} {CLEANUP_FLAGS}")
+
+    rule all:
+        default_target: not IN_MODULE
+        input:
+            f"{R}/MANIFEST.sha256",

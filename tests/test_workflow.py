@@ -170,3 +170,40 @@ def test_on_cache_miss_fail_refuses_before_booting(tmp_path, default_config, res
     assert "runtime.on_cache_miss is 'fail', so nothing was booted" in log
     assert not (root / "logs" / "engine" / "1-control.log").exists()
     assert not (root / "receipts" / "1-control-boot.json").exists()
+
+
+@pytest.mark.engine
+def test_two_experiments_in_one_invocation_keep_their_own_order(tmp_path, default_config,
+                                                                results_dir, engine_python):
+    paths, roots = [], []
+    for tag in ("a", "b"):
+        (tmp_path / tag).mkdir()
+        path = reduced_config(tmp_path / tag, yaml.safe_load(yaml.safe_dump(default_config)),
+                              f"it-multi-{tag}", concurrency=[1], output_tokens=16)
+        cfg = yaml.safe_load(path.read_text())
+        cfg["instruments"] = {k: v for k, v in cfg["instruments"].items()
+                              if k not in ("fixture", "depth", "probe")}
+        cfg["bar"]["rules"] = [r for r in cfg["bar"]["rules"] if r["instrument"] == "sweep"]
+        path.write_text(yaml.safe_dump(cfg))
+        paths.append(str(path))
+        roots.append(ROOT / "results" / cfg["name"])
+    results_dir.extend(roots)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiments=[{','.join(paths)}]"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=2400)
+    assert r.returncode == 0, r.stderr[-3000:]
+    spans = []
+    for root in roots:
+        assert (root / "README.md").exists() and (root / "MANIFEST.sha256").exists()
+        plan = jsonio.read(root / "plan.json", "plan")
+        assert plan["name"] == root.name and plan["config_file"] in paths
+        control = jsonio.read(root / "receipts" / "1-control-stop.json", "stop")
+        candidate = jsonio.read(root / "receipts" / "1-candidate-boot.json", "boot")
+        assert candidate["started_at"] >= control["stopped_at"]  # each keeps its own order
+        for sid in ("1-control", "1-candidate"):
+            boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
+            stop = jsonio.read(root / "receipts" / f"{sid}-stop.json", "stop")
+            spans.append((boot["started_at"], stop["stopped_at"]))
+    spans.sort()
+    # on one machine the sessions of the two experiments never share the engine's CPUs
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert not engine_processes(ROOT)

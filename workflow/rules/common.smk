@@ -16,10 +16,16 @@ def shown_path(path):
     return str(path) if rel.startswith("..") else rel
 
 
+# one of several experiments run together: a module of workflow/rules/experiments.smk
+IN_MODULE = "knee_source" in config
+
+
 def load_config():
     """Validate the config (after the default, if no --configfile was given) and plan it."""
     files = [shown_path(f) for f in workflow.overwrite_configfiles]
     source = ", ".join(files) if files else DEFAULT_CONFIG
+    if IN_MODULE:  # one of several experiments (workflow/rules/experiments.smk)
+        source = files = config.pop("knee_source")
     given = dict(config)
     if not files:
         config.clear()

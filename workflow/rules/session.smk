@@ -13,6 +13,9 @@ rule session:
         "../../envs/workflow.yaml"
     resources:
         **SESSION_RESOURCES,
+        # one engine at a time where Snakemake runs the jobs itself (several experiments in one
+        # invocation would otherwise share the engine CPUs); the Slurm profile lifts it
+        knee_session=1,
     params:
         measured=get_session_params,
         python=ENGINE_PYTHON,

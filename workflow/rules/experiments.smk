@@ -1,0 +1,37 @@
+# Several experiments in one invocation: --config experiments=[a.yaml,b.yaml] (or a config
+# file with an `experiments:` list). Each experiment is this workflow again, as a module with
+# its own config, plan and results/<name>/; its rules are prefixed with the experiment's name.
+# The engine environment, and a generated model that several experiments share, are built once.
+from knee import config as knee_config
+
+EXPERIMENTS = {}
+MODELS = set()
+for path in config["experiments"]:
+    try:
+        raw = knee_config.load_raw(path)
+        checked = knee_config.validate(dict(raw), path)
+    except knee_config.KneeError as e:
+        raise WorkflowError(str(e)) from None
+    exp = checked["name"]
+    if exp in EXPERIMENTS:
+        raise WorkflowError(f"{path}: name: {exp!r} is also the name of {EXPERIMENTS[exp]}")
+    EXPERIMENTS[exp] = path
+    model = knee_config.model_ref(checked)["path"]
+    alias = f"{exp}_"
+
+    module:
+        name:
+            exp
+        snakefile:
+            "../../Snakefile"
+        config:
+            {**raw, "knee_source": path}
+
+    if not MODELS:
+        use rule * from exp exclude all as alias*
+    elif model in MODELS:
+        use rule * from exp exclude all, engine_env, tiny_model as alias*
+    else:
+        use rule * from exp exclude all, engine_env as alias*
+    MODELS.add(model)
+
