@@ -17,21 +17,25 @@ for path in config["experiments"]:
         raise WorkflowError(f"{path}: name: {exp!r} is also the name of {EXPERIMENTS[exp]}")
     EXPERIMENTS[exp] = path
     model = knee_config.model_ref(checked)["path"]
-    alias = f"{exp}_"
+    exp_ = f"{exp}_"  # the rule-name prefix: `as exp_*` below reads this variable
 
     module:
-        name:
-            exp
+        name: exp
         snakefile:
             "../../Snakefile"
         config:
             {**raw, "knee_source": path}
 
     if not MODELS:
-        use rule * from exp exclude all as alias*
-    elif model in MODELS:
-        use rule * from exp exclude all, engine_env, tiny_model as alias*
-    else:
-        use rule * from exp exclude all, engine_env as alias*
-    MODELS.add(model)
 
+        use rule * from exp exclude all as exp_*
+
+    elif model in MODELS:
+
+        use rule * from exp exclude all, engine_env, tiny_model as exp_*
+
+    else:
+
+        use rule * from exp exclude all, engine_env as exp_*
+
+    MODELS.add(model)
