@@ -3,6 +3,13 @@ from snakemake.utils import min_version
 
 min_version("9.11")
 
+
+# One engine session at a time on the machine that runs the jobs (profiles/default sets
+# knee_session=1); "local" scope: jobs submitted to a cluster are not limited by it.
+resource_scopes:
+    knee_session="local",
+
+
 # The default config is config/config.yaml. A --configfile replaces it whole (no key of the
 # default leaks into another experiment); see load_config() in workflow/rules/common.smk.
 

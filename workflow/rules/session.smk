@@ -14,7 +14,7 @@ rule session:
     resources:
         **SESSION_RESOURCES,
         # one engine at a time where Snakemake runs the jobs itself (several experiments in one
-        # invocation would otherwise share the engine CPUs); the Slurm profile lifts it
+        # invocation would otherwise share the engine CPUs); not a limit on cluster jobs
         knee_session=1,
     params:
         measured=get_session_params,
