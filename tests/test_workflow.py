@@ -207,3 +207,15 @@ def test_two_experiments_in_one_invocation_keep_their_own_order(tmp_path, defaul
     # on one machine the sessions of the two experiments never share the engine's CPUs
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
     assert not engine_processes(ROOT)
+
+
+def test_a_bad_experiments_list_is_named_before_anything_runs(tmp_path, default_config):
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump({**default_config, "name": f"it-dup-{uuid.uuid4().hex[:6]}"}))
+    for value, message in ((f"[{path},{path}]", f"{path}: name: "),
+                           (f"[{tmp_path / 'nope.yaml'}]", "nope.yaml: cannot read config"),
+                           ("[]", "experiments: a list of experiment config files is needed")):
+        r = subprocess.run([*SNAKEMAKE, "-n", "--config", f"experiments={value}"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+        out = r.stdout + r.stderr
+        assert r.returncode != 0 and message in out, out[-2000:]

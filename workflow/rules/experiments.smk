@@ -4,6 +4,10 @@
 # The engine environment, and a generated model that several experiments share, are built once.
 from knee import config as knee_config
 
+if not isinstance(config["experiments"], list) or not config["experiments"]:
+    raise WorkflowError(
+        f"experiments: a list of experiment config files is needed, not {config['experiments']!r}"
+    )
 EXPERIMENTS = {}
 MODELS = set()
 for path in config["experiments"]:
