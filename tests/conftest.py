@@ -74,3 +74,15 @@ def results_dir():
     for path in made:
         subprocess.run(["chmod", "-R", "u+w", str(path)], check=False)
         shutil.rmtree(path, ignore_errors=True)
+
+
+def wait_for_traffic(proc, log: Path, timeout_s: float, who: str) -> None:
+    """Wait until the engine log shows a completion request, the workflow still running."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and "POST /v1/completions" in log.read_text():
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, f"the workflow ended before the {who}'s sweep started"

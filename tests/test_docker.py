@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from knee import jsonio
-from tests.conftest import ROOT, logs, reduced_config
+from tests.conftest import ROOT, logs, reduced_config, wait_for_traffic
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2"]
 REF = "127.0.0.1:5000/knee/vllm-cpu:0.32.0"
@@ -115,13 +115,7 @@ def test_kill_mid_sweep_and_ctrl_c_leave_no_container(tmp_path, default_config, 
     proc = subprocess.Popen([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    log = root / "logs" / "engine" / "1-control.log"
-    deadline = time.monotonic() + 900
-    while time.monotonic() < deadline and proc.poll() is None:
-        if log.exists() and "POST /v1/completions" in log.read_text():
-            break
-        time.sleep(0.5)
-    assert proc.poll() is None, "the workflow ended before the control's sweep started"
+    wait_for_traffic(proc, root / "logs" / "engine" / "1-control.log", 900, "control")
     (cid,) = containers(name)
     subprocess.run(["docker", "kill", cid], check=True, capture_output=True)
     proc.wait(timeout=600)

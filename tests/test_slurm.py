@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from knee import jsonio
-from tests.conftest import ROOT, engine_processes, logs, reduced_config
+from tests.conftest import ROOT, engine_processes, logs, reduced_config, wait_for_traffic
 
 SLURM = [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--jobs", "4"]
 pytestmark = [pytest.mark.engine, pytest.mark.slurm]
@@ -72,13 +72,7 @@ def test_scancel_mid_session_then_a_rerun_resubmits_only_that_session(
     results_dir.append(root)
     proc = subprocess.Popen([*SLURM, "--configfile", str(path)], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    log = root / "logs" / "engine" / "1-candidate.log"
-    deadline = time.monotonic() + 1200
-    while time.monotonic() < deadline and proc.poll() is None:
-        if log.exists() and "POST /v1/completions" in log.read_text():
-            break
-        time.sleep(0.5)
-    assert proc.poll() is None, "the workflow ended before the candidate's sweep started"
+    wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
     control = jsonio.read(root / "receipts" / "1-control-boot.json", "boot")
     control_mtime = (root / "raw" / "1-control" / "sweep.json").stat().st_mtime
     running = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"], capture_output=True,

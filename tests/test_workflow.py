@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from knee import jsonio
-from tests.conftest import ROOT, engine_processes, logs, reduced_config
+from tests.conftest import ROOT, engine_processes, logs, reduced_config, wait_for_traffic
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2"]
 
@@ -98,13 +98,7 @@ def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, res
     proc = subprocess.Popen([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     pidfile = root / ".run" / "1-candidate.pid"
-    log = root / "logs" / "engine" / "1-candidate.log"
-    deadline = time.monotonic() + 1200
-    while time.monotonic() < deadline and proc.poll() is None:
-        if pidfile.exists() and log.exists() and "POST /v1/completions" in log.read_text():
-            break
-        time.sleep(0.5)
-    assert proc.poll() is None, "the workflow ended before the candidate's sweep started"
+    wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
     control_mtime = (root / "raw" / "1-control" / "sweep.json").stat().st_mtime
     os.killpg(int(pidfile.read_text()), signal.SIGKILL)
     out, _ = proc.communicate(timeout=600)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knee.jsonio import KneeError
-from knee.runtime.endpoint import EngineDied, last_lines, wait_healthy
+from knee.runtime.endpoint import Served
 
 LABEL_EXPERIMENT = "knee.experiment"
 LABEL_SESSION = "knee.session"
@@ -112,8 +112,10 @@ def run_python(image: str, code: str) -> str:
 
 
 @dataclass
-class Container:
+class Container(Served):
     """A session's engine container; the same interface as the process runtime's Engine."""
+
+    NOUN = "engine container"
     image: str  # repository@sha256:...
     command: list[str]  # server flags after the image's entrypoint
     env: dict[str, str]
@@ -194,16 +196,6 @@ class Container:
         if self.container.status in ("exited", "dead"):
             return self.container.attrs["State"]["ExitCode"]
         return None
-
-    def wait_healthy(self, timeout_s: float) -> float:
-        self.boot_seconds = wait_healthy(self.base_url, self.exited, self.log, timeout_s)
-        return self.boot_seconds
-
-    def check_alive(self, what: str) -> None:
-        code = self.exited()
-        if code is not None:
-            raise EngineDied(f"engine container exited with status {code} during {what}; "
-                             f"last lines of {self.log}:\n{last_lines(self.log)}")
 
     def stop(self, timeout_s: float = 30.0) -> dict:
         """Stop (SIGTERM, then SIGKILL after timeout_s) and remove the container. Idempotent."""

@@ -55,6 +55,23 @@ def wait_healthy(base_url: str, exited: Callable[[], int | None], log: Path,
             time.sleep(interval_s)
 
 
+class Served:
+    """What a session needs of any running engine, given `exited()`, `log` and `base_url`:
+    the health wait and the liveness check (process and container runtimes alike)."""
+
+    NOUN = "engine"
+
+    def wait_healthy(self, timeout_s: float) -> float:
+        self.boot_seconds = wait_healthy(self.base_url, self.exited, self.log, timeout_s)
+        return self.boot_seconds
+
+    def check_alive(self, what: str) -> None:
+        code = self.exited()
+        if code is not None:
+            raise EngineDied(f"{self.NOUN} exited with status {code} during {what}; "
+                             f"last lines of {self.log}:\n{last_lines(self.log)}")
+
+
 def tokenizer(base_url: str, model: str, check_alive: Callable[[str], None] | None = None
               ) -> Callable[[str], list[int]]:
     """text -> token ids by the served model's own tokenizer (/tokenize, no special tokens).

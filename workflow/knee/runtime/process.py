@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knee.runtime.endpoint import EngineDied, wait_healthy
+from knee.runtime.endpoint import Served
 
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "AUTH", "CREDENTIAL")
 PR_SET_PDEATHSIG = 1
@@ -71,7 +71,7 @@ def split_cpus(engine_cpus: list[int] | None) -> tuple[list[int] | None, list[in
 
 
 @dataclass
-class Engine:
+class Engine(Served):
     argv: list[str]
     env: dict[str, str]
     log: Path
@@ -101,17 +101,6 @@ class Engine:
 
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
-
-    def wait_healthy(self, timeout_s: float) -> float:
-        self.boot_seconds = wait_healthy(self.base_url, self.exited, self.log, timeout_s)
-        return self.boot_seconds
-
-    def check_alive(self, what: str) -> None:
-        code = self.exited()
-        if code is not None:
-            from knee.runtime.endpoint import last_lines
-            raise EngineDied(f"engine exited with status {code} during {what}; "
-                             f"last lines of {self.log}:\n{last_lines(self.log)}")
 
     def stop(self, timeout_s: float = 30.0) -> dict:
         """SIGTERM the process group, then SIGKILL after timeout_s. Idempotent."""
