@@ -65,11 +65,10 @@ def feed(response: bytes, cuts: list[int]) -> tuple[client.Record, asyncio.Futur
     loop = asyncio.new_event_loop()
     try:
         stream = client._Stream(t0=0.0)
-        stream.transport = type("T", (), {"write": lambda self, b: None})()
         rec, done = client.Record(index=0, warmup=False, t_send=0.0), loop.create_future()
-        stream.send(b"", rec, done)
+        stream.start(rec, done)
         for a, b in zip([0, *cuts], [*cuts, len(response)], strict=True):
-            stream.data_received(response[a:b])
+            stream.data_received(response[a:b], 1.0)
         return rec, done
     finally:
         loop.close()

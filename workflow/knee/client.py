@@ -2,14 +2,23 @@
 
 Token counts come from the server's own per-chunk usage (stream_options with
 include_usage and continuous_usage_stats), never from re-tokenised text. The client speaks
-HTTP/1.1 itself on asyncio protocols (uvloop when installed) with one keep-alive connection
-per stream: every read is stamped once, on arrival, before any parsing, and the hot path is a
-few byte searches and one orjson parse per event.
+HTTP/1.1 itself on non-blocking sockets watched by the event loop (uvloop when installed), one
+keep-alive connection per stream, and the hot path is a few byte searches and one orjson parse
+per event.
+
+Every chunk is stamped with the time its bytes reached the socket: on Linux the kernel's
+receive timestamp of the read that carried it (SO_TIMESTAMPNS), so the time the client spends
+on other streams, and the order it serves them in, never enters a gap. Elsewhere, or if the
+kernel gives none, the read is stamped when it returns. `CHUNK_CLOCK` names the clock in use.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import socket
+import struct
+import sys
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -22,6 +31,12 @@ except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio 
     uvloop = None
 
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+READ_SIZE = 1 << 16
+SO_TIMESTAMPNS = 35  # Linux: the receive time of the data, as a CLOCK_REALTIME timespec
+TIMESPEC = struct.Struct("@ll")
+ANC_SIZE = socket.CMSG_SPACE(TIMESPEC.size) if sys.platform == "linux" else 0
+CHUNK_CLOCK = ("kernel receive timestamp (SO_TIMESTAMPNS)" if ANC_SIZE
+               else "read time (perf_counter)")
 
 
 @dataclass
@@ -46,63 +61,93 @@ class StreamError(ValueError):
 
 
 def _apply_chunk(rec: Record, data: dict, now: float) -> None:
-    if "error" in data:  # vLLM reports a failure after the 200 as an error event
-        raise StreamError(f"error event: {orjson.dumps(data['error']).decode()[:500]}")
     usage = data.get("usage")
     choices = data.get("choices")
-    if usage and rec.prompt_tokens is None:
-        rec.prompt_tokens = usage.get("prompt_tokens")
-    if not choices:  # the final usage-only chunk
-        if usage:
-            rec.output_tokens = usage.get("completion_tokens", rec.output_tokens)
+    if not choices or not usage or "completion_tokens" not in usage or "error" in data:
+        _other_chunk(rec, data, usage, choices)
         return
-    if not usage or "completion_tokens" not in usage:
-        raise StreamError("chunk without usage: the server ignored continuous_usage_stats")
     total = usage["completion_tokens"]
-    if choices[0].get("finish_reason"):
-        rec.finish_reason = choices[0]["finish_reason"]
+    if rec.prompt_tokens is None:
+        rec.prompt_tokens = usage.get("prompt_tokens")
+    finish = choices[0].get("finish_reason")
+    if finish:
+        rec.finish_reason = finish
     tokens = total - rec.output_tokens
     rec.output_tokens = total
     if tokens <= 0:
         return
-    rec.chunk_times.append(now)
-    rec.chunk_tokens.append(tokens)
     if rec.t_first is None:
         rec.t_first = now
     rec.t_last = now
+    rec.chunk_times.append(now)
+    rec.chunk_tokens.append(tokens)
     if "t_server" in data:
         if rec.server_stamps is None:
             rec.server_stamps = []
         rec.server_stamps.append(data["t_server"])
 
 
+def _other_chunk(rec: Record, data: dict, usage: dict | None, choices: list | None) -> None:
+    """An event that is not one more token chunk: an error, a broken contract, or the end."""
+    if "error" in data:  # vLLM reports a failure after the 200 as an error event
+        raise StreamError(f"error event: {orjson.dumps(data['error']).decode()[:500]}")
+    if choices:
+        raise StreamError("chunk without usage: the server ignored continuous_usage_stats")
+    if usage:  # the final usage-only chunk
+        if rec.prompt_tokens is None:
+            rec.prompt_tokens = usage.get("prompt_tokens")
+        rec.output_tokens = usage.get("completion_tokens", rec.output_tokens)
+
+
 class HTTPError(Exception):
     """The server answered, but not with a 200 event stream, or broke the framing."""
 
 
-class _Stream(asyncio.Protocol):
+class _Stream:
     """One keep-alive HTTP/1.1 connection; one response at a time, parsed as it arrives."""
 
-    def __init__(self, t0: float):
-        self.t0 = t0
-        self.transport: asyncio.Transport | None = None
+    def __init__(self, t0: float, sock: socket.socket | None = None, loop=None):
+        self.t0, self.sock, self.loop = t0, sock, loop
         self.rec: Record | None = None
         self.done: asyncio.Future | None = None
-        self.lost = False
+        self.lost, self.keep, self.floor = False, True, 0.0
 
-    def connection_made(self, transport) -> None:
-        self.transport = transport
+    @classmethod
+    async def connect(cls, loop, addr: tuple, t0: float) -> _Stream:
+        family, kind, proto, _, address = addr
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if ANC_SIZE:
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            await loop.sock_connect(sock, address)
+        except BaseException:
+            sock.close()
+            raise
+        conn = cls(t0, sock, loop)
+        loop.add_reader(sock.fileno(), conn.readable)
+        return conn
 
-    def connection_lost(self, exc) -> None:
+    def close(self) -> None:
         self.lost = True
-        self._finish(ConnectionError(f"connection closed: {exc or 'by the server'}"))
+        if self.sock is not None:
+            self.loop.remove_reader(self.sock.fileno())
+            self.sock.close()
+            self.sock = None
 
-    def send(self, request: bytes, rec: Record, done: asyncio.Future) -> None:
-        self.rec, self.done = rec, done
+    async def exchange(self, request: bytes, rec: Record) -> None:
+        """Send one request and wait for its whole response."""
+        done = self.loop.create_future()
+        self.start(rec, done)
+        await self.loop.sock_sendall(self.sock, request)
+        await done
+
+    def start(self, rec: Record, done: asyncio.Future) -> None:
+        self.rec, self.done, self.floor = rec, done, rec.t_send
         self.head, self.status, self.chunked, self.length = b"", None, False, None
         self.raw, self.body, self.need = b"", b"", None  # need: bytes left in this HTTP chunk
         self.keep = True
-        self.transport.write(request)
 
     def _finish(self, error: BaseException | None = None) -> None:
         done, self.done = self.done, None
@@ -112,8 +157,28 @@ class _Stream(asyncio.Protocol):
             else:
                 done.set_exception(error)
 
-    def data_received(self, data: bytes) -> None:
-        now = time.perf_counter() - self.t0  # every event in this read arrived now
+    def readable(self) -> None:
+        try:
+            data, anc, _, _ = self.sock.recvmsg(READ_SIZE, ANC_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            data, anc = e, None
+        now = time.perf_counter() - self.t0
+        if not isinstance(data, bytes) or not data:
+            self.close()
+            self._finish(ConnectionError(f"connection closed: {data or 'by the server'}"))
+            return
+        if anc:  # the kernel's receive time, moved onto perf_counter's clock
+            sec, nsec = TIMESPEC.unpack(anc[0][2][:TIMESPEC.size])
+            arrived = (sec * 1_000_000_000 + nsec - time.time_ns()
+                       + time.perf_counter_ns()) / 1e9 - self.t0
+            # a realtime clock step between the two stamps cannot leave the read's bounds
+            now = self.floor = min(now, max(arrived, self.floor))
+        self.data_received(data, now)
+
+    def data_received(self, data: bytes, now: float) -> None:
+        """Parse one read whose bytes all arrived at `now`."""
         if self.done is None:
             return
         try:
@@ -150,12 +215,16 @@ class _Stream(asyncio.Protocol):
     def _dechunk(self, data: bytes, now: float) -> None:
         raw = self.raw + data if self.raw else data
         pos, end_all = 0, len(raw)
+        rec, loads, find = self.rec, orjson.loads, raw.find
         while pos < end_all:
             if self.need is None:  # at a chunk-size line
-                eol = raw.find(b"\r\n", pos)
+                eol = find(b"\r\n", pos)
                 if eol < 0:
                     break
-                size = int(raw[pos:eol].split(b";", 1)[0], 16)
+                try:
+                    size = int(raw[pos:eol], 16)
+                except ValueError:  # with a chunk extension
+                    size = int(raw[pos:eol].split(b";", 1)[0], 16)
                 pos = eol + 2
                 if size == 0:
                     self.raw = b""
@@ -165,7 +234,7 @@ class _Stream(asyncio.Protocol):
                     end = pos + size
                     if raw.startswith(b"data: {", pos) and raw.endswith(b"\n\n", pos, end):
                         try:  # the common case: one event in one chunk
-                            _apply_chunk(self.rec, orjson.loads(raw[pos + 6:end - 2]), now)
+                            _apply_chunk(rec, loads(raw[pos + 6:end - 2]), now)
                         except orjson.JSONDecodeError:  # not one event after all
                             self._events(raw[pos:end], now)
                     else:
@@ -230,33 +299,35 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
     url = base_url + ENDPOINTS[api]
     requests = [request_bytes(url, request_body(api, model, p, sampling)) for p in prompts]
     loop = asyncio.get_running_loop()
+    host, port = requests[0][:2] if requests else (None, None)
+    addr = (await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM))[0] if requests else None
     queue = list(range(len(prompts)))[::-1]
     records: list[Record] = []
     t0 = time.perf_counter()
 
     async def worker() -> None:
         conn: _Stream | None = None
-        while queue:
-            i = queue.pop()
-            host, port, request = requests[i]
-            rec = Record(index=i, warmup=warmup, t_send=time.perf_counter() - t0)
-            try:
-                if conn is None or conn.lost or not conn.keep:
+        try:
+            while queue:
+                i = queue.pop()
+                rec = Record(index=i, warmup=warmup, t_send=time.perf_counter() - t0)
+                try:
+                    if conn is None or conn.lost or not conn.keep:
+                        if conn is not None:
+                            conn.close()
+                        conn = None
+                        conn = await _Stream.connect(loop, addr, t0)
+                    await asyncio.wait_for(conn.exchange(requests[i][2], rec), timeout_s)
+                except (OSError, HTTPError, ValueError, TimeoutError) as e:
+                    rec.error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
                     if conn is not None:
-                        conn.transport.close()
-                    _, conn = await loop.create_connection(lambda: _Stream(t0), host, port)
-                done = loop.create_future()
-                conn.send(request, rec, done)
-                await asyncio.wait_for(done, timeout_s)
-            except (OSError, HTTPError, ValueError, TimeoutError) as e:
-                rec.error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-                if conn is not None:
-                    conn.keep = False
-            finally:
-                rec.t_done = time.perf_counter() - t0
-            records.append(rec)
-        if conn is not None:
-            conn.transport.close()
+                        conn.keep = False
+                finally:
+                    rec.t_done = time.perf_counter() - t0
+                records.append(rec)
+        finally:  # also when cancelled: no socket or reader is left behind
+            if conn is not None:
+                conn.close()
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     wall = time.perf_counter() - t0
@@ -266,5 +337,14 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
 
 def run(base_url: str, model: str, prompts: list, sampling: dict, concurrency: int,
         timeout_s: float, warmup: bool = False, api: str = "completions") -> dict:
+    """One closed loop, with the cyclic garbage collector off while it runs: a collection
+    of the whole heap stalls the loop for milliseconds, and every stream then reads several
+    chunks at once. What it would have collected waits for the next collection after the run."""
     coro = closed_loop(base_url, model, prompts, sampling, concurrency, timeout_s, warmup, api)
-    return uvloop.run(coro) if uvloop is not None else asyncio.run(coro)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return uvloop.run(coro) if uvloop is not None else asyncio.run(coro)
+    finally:
+        if collecting:
+            gc.enable()

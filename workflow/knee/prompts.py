@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from knee import __version__
-from knee.client import ENDPOINTS
+from knee.client import CHUNK_CLOCK, ENDPOINTS
 from knee.jsonio import KneeError
 
 DATASET = "knee-random-words"
@@ -127,5 +127,6 @@ def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         **sampling,
         "client": f"knee {__version__}",
+        "chunk_clock": CHUNK_CLOCK,
         "prompt_sha256": fingerprint(prompts, sampling),
     }

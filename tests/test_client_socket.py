@@ -1,0 +1,98 @@
+"""The client against a real loopback socket: chunk stamps, a dropped connection, the collector."""
+
+import asyncio
+import gc
+import socket
+import sys
+import threading
+import time
+
+import orjson
+import pytest
+
+from knee import client
+
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+def event(tokens: int) -> bytes:
+    data = b"data: " + orjson.dumps({"choices": [{"text": "x", "finish_reason": None}],
+                                     "usage": {"prompt_tokens": 3,
+                                               "completion_tokens": tokens}}) + b"\n\n"
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+class OneResponse(threading.Thread):
+    """Answers one request: `script(conn, seen)` writes the response and notes its times."""
+
+    def __init__(self, script):
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.script, self.seen = script, {}
+
+    def run(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += conn.recv(65536)
+            self.seen["request"] = time.perf_counter()
+            self.script(conn, self.seen)
+        self.sock.close()
+
+
+def run_one(script, through_run: bool = True) -> tuple[dict, dict]:
+    """One request through client.run, or through closed_loop on a loop the script can reach."""
+    server = OneResponse(script)
+    server.start()
+    args = (f"http://127.0.0.1:{server.port}", "m", ["hi"], {"max_tokens": 2}, 1, 10)
+    if through_run:
+        result = client.run(*args)
+    else:
+        async def main():
+            server.seen["loop"] = asyncio.get_running_loop()
+            return await client.closed_loop(*args)
+        result = asyncio.run(main())
+    server.join(5)
+    return result["records"][0], server.seen
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="kernel receive timestamps are Linux's")
+def test_chunks_are_stamped_when_they_arrived_not_when_the_busy_loop_read_them():
+    def script(conn, seen):
+        conn.sendall(HEAD)
+        while "loop" not in seen:
+            time.sleep(0.01)
+        # block the client's event loop for 300 ms, then send the first chunk into it
+        seen["loop"].call_soon_threadsafe(time.sleep, 0.3)
+        time.sleep(0.05)
+        seen["first"] = time.perf_counter()
+        conn.sendall(event(1))
+        time.sleep(0.5)  # the loop is free again long before the second chunk
+        seen["second"] = time.perf_counter()
+        conn.sendall(event(2) + b"0\r\n\r\n")
+
+    rec, seen = run_one(script, through_run=False)
+    assert rec["error"] is None and rec["chunk_tokens"] == [1, 1]
+    first, second = rec["chunk_times"]
+    # the first chunk was read about 250 ms after it arrived; its stamp is its arrival
+    assert abs((first - rec["t_send"]) - (seen["first"] - seen["request"])) < 0.03
+    assert abs((second - first) - (seen["second"] - seen["first"])) < 0.03
+    assert client.CHUNK_CLOCK.startswith("kernel receive timestamp")
+
+
+def test_connection_dropped_mid_stream_is_an_error_with_what_was_read():
+    def script(conn, seen):
+        conn.sendall(HEAD + event(1))
+        time.sleep(0.05)
+        seen["gc_enabled_during_run"] = gc.isenabled()
+
+    assert gc.isenabled()
+    rec, seen = run_one(script)
+    assert rec["error"] == "ConnectionError: connection closed: by the server"
+    assert rec["chunk_tokens"] == [1] and rec["output_tokens"] == 1
+    # the collector is off while the loop runs, and on again after it
+    assert seen["gc_enabled_during_run"] is False
+    assert gc.isenabled()
