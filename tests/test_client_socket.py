@@ -96,3 +96,12 @@ def test_connection_dropped_mid_stream_is_an_error_with_what_was_read():
     # the collector is off while the loop runs, and on again after it
     assert seen["gc_enabled_during_run"] is False
     assert gc.isenabled()
+
+
+def test_error_answer_delimited_by_the_close_keeps_its_status_and_body():
+    def script(conn, seen):
+        conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\n\r\n"
+                     b'{"error": "engine overloaded"}')
+
+    rec, _ = run_one(script)
+    assert rec["error"] == 'HTTPError: HTTP 503: {"error": "engine overloaded"}'

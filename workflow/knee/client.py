@@ -167,6 +167,9 @@ class _Stream:
         now = time.perf_counter() - self.t0
         if not isinstance(data, bytes) or not data:
             self.close()
+            if self.done is not None and self.status is not None and not self.chunked \
+                    and self.length is None:  # a body delimited by the close
+                self._answered()
             self._finish(ConnectionError(f"connection closed: {data or 'by the server'}"))
             return
         if anc:  # the kernel's receive time, moved onto perf_counter's clock
