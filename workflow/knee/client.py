@@ -163,22 +163,26 @@ class _Stream:
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:
-            data, anc = e, None
-        now = time.perf_counter() - self.t0
-        if not isinstance(data, bytes) or not data:
-            self.close()
-            if self.done is not None and self.status is not None and not self.chunked \
-                    and self.length is None:  # a body delimited by the close
-                self._answered()
-            self._finish(ConnectionError(f"connection closed: {data or 'by the server'}"))
+            self._closed(e)
             return
+        if not data:
+            self._closed("by the server")
+            return
+        read_ns = time.perf_counter_ns()
+        now = read_ns / 1e9 - self.t0
         if anc:  # the kernel's receive time, moved onto perf_counter's clock
             sec, nsec = TIMESPEC.unpack(anc[0][2][:TIMESPEC.size])
-            arrived = (sec * 1_000_000_000 + nsec - time.time_ns()
-                       + time.perf_counter_ns()) / 1e9 - self.t0
+            arrived = (sec * 1_000_000_000 + nsec - time.time_ns() + read_ns) / 1e9 - self.t0
             # a realtime clock step between the two stamps cannot leave the read's bounds
             now = self.floor = min(now, max(arrived, self.floor))
         self.data_received(data, now)
+
+    def _closed(self, reason) -> None:
+        self.close()
+        if self.done is not None and self.status is not None and not self.chunked \
+                and self.length is None:  # a body delimited by the close
+            self._answered()
+        self._finish(ConnectionError(f"connection closed: {reason}"))
 
     def data_received(self, data: bytes, now: float) -> None:
         """Parse one read whose bytes all arrived at `now`."""
@@ -276,14 +280,13 @@ class _Stream:
             self._finish()
 
 
-def request_bytes(url: str, body: dict) -> tuple[str, int, bytes]:
-    """host, port and the POST request for one body (built once, before the clock starts)."""
-    parts = urlsplit(url)
+def request_bytes(target, body: dict) -> bytes:
+    """The POST request of one body to a urlsplit() target (built before the clock starts)."""
     payload = orjson.dumps(body)
-    head = (f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+    head = (f"POST {target.path} HTTP/1.1\r\nHost: {target.netloc}\r\n"
             f"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
             f"Content-Length: {len(payload)}\r\n\r\n").encode()
-    return parts.hostname, parts.port or 80, head + payload
+    return head + payload
 
 
 def request_body(api: str, model: str, prompt, sampling: dict) -> dict:
@@ -299,11 +302,11 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
                       concurrency: int, timeout_s: float, warmup: bool = False,
                       api: str = "completions") -> dict:
     """Send every prompt with `concurrency` requests in flight; return records and wall time."""
-    url = base_url + ENDPOINTS[api]
-    requests = [request_bytes(url, request_body(api, model, p, sampling)) for p in prompts]
+    target = urlsplit(base_url + ENDPOINTS[api])
+    requests = [request_bytes(target, request_body(api, model, p, sampling)) for p in prompts]
     loop = asyncio.get_running_loop()
-    host, port = requests[0][:2] if requests else (None, None)
-    addr = (await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM))[0] if requests else None
+    addr = (await loop.getaddrinfo(target.hostname, target.port or 80,
+                                   type=socket.SOCK_STREAM))[0] if prompts else None
     queue = list(range(len(prompts)))[::-1]
     records: list[Record] = []
     t0 = time.perf_counter()
@@ -320,7 +323,7 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
                             conn.close()
                         conn = None
                         conn = await _Stream.connect(loop, addr, t0)
-                    await asyncio.wait_for(conn.exchange(requests[i][2], rec), timeout_s)
+                    await asyncio.wait_for(conn.exchange(requests[i], rec), timeout_s)
                 except (OSError, HTTPError, ValueError, TimeoutError) as e:
                     rec.error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
                     if conn is not None:
