@@ -1,20 +1,31 @@
 """Benchmark: knee's sweep and vLLM's own benchmark client on the same prompts, same engine.
 
     python bench/agreement.py [--config config/config.yaml] [--arm control]
-                              [--concurrency 1 4 16] [--requests-per-stream 4]
+                              [--concurrency 1 4 16] [--requests-per-stream 8] [--repeats 12]
+                              [--versus vllm|knee]
 
 Boots the embedded engine once with one arm of the config (its engine_cpus pinning; both
-clients run on the remaining CPUs; prefix caching off), then at every concurrency point sends
-one prompt set, built exactly as the sweep builds it, first with knee's client, then with
+clients run on the remaining CPUs; prefix caching off). At every concurrency point it builds
+one prompt set exactly as the sweep does and sends it with knee's client and with
 `vllm.benchmarks.serve` (custom dataset of the same texts in the same order, no chat template,
-ignore_eos, temperature 0), after one throw-away round, alternating which client goes first,
-`--repeats` times each. Each knee run is paired with the vLLM run next to it. Prints the median
-output throughput (tokens/s) of both, the median and range of the paired differences, and
-every run: the server is the bottleneck, so the two should agree within 3 %. On a small
-machine one engine's throughput moves by several per cent from run to run, which is why the
-runs are paired and repeated, and the last line gives the largest spread of one client's own
-runs at one point, saying so when it is too wide to resolve 3 %. Needs the engine
-environment and the model (`snakemake resources/engine-venv/knee-engine.json <model path>`).
+knee's own request fields through `--extra-body`, so both send the same request). vLLM's client
+runs in one long-lived process of the engine environment, so each of its runs starts at once,
+as knee's do, instead of after seconds of imports with the engine idle, which knee's runs never
+followed. Each run is preceded by the same warm-up (the first prompt, `c` times: vLLM's
+`--num-warmups c`). After one throw-away round the clients alternate (knee first, then vLLM
+first) `--repeats` times; each knee run is paired with the vLLM run next to it. Per point it
+prints both median output throughputs (tokens/s) and the mean paired difference with a 95 %
+bootstrap interval; what the server saw during each client's runs (its mean inter-token
+latency, i.e. step time, and tokens per step, from scrapes around each run); how long each
+client left a stream idle per request (its turnaround); and the paired difference in streams
+kept decoding (a run's throughput over the engine's own per-stream rate in that run). The
+server is the bottleneck, so the throughputs should agree within 3 %; on a shared host the
+engine's own speed drifts by more than that between neighbouring runs, and the second figure,
+from which that drift cancels, says what the clients themselves differ by. The last lines say,
+per point, whether each interval lies within 3 %. `--versus knee` runs knee against itself
+under the same protocol: the A/A calibration of how large a difference noise alone makes.
+Needs the engine environment and the model
+(`snakemake resources/engine-venv/knee-engine.json <model path>`).
 """
 
 from __future__ import annotations
@@ -22,56 +33,171 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from knee import client, config, prompts
+from knee import client, config, prom, prompts
 from knee.runtime import endpoint
 from knee.runtime.process import Engine, server_argv, split_cpus
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE_PYTHON = ROOT / "resources" / "engine-venv" / "bin" / "python"
-VLLM_BENCH = ("import sys\n"
-              "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
-              "from vllm.benchmarks.serve import add_cli_args, main\n"
-              "p = FlexibleArgumentParser(); add_cli_args(p); main(p.parse_args(sys.argv[1:]))\n")
+TARGET = 3.0  # per cent
+# one argv (JSON) per stdin line; "ok" or the traceback (JSON) on the reply fd given in argv[1]
+VLLM_DRIVER = """import json, os, sys, traceback
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.benchmarks.serve import add_cli_args, main
+parser = FlexibleArgumentParser(); add_cli_args(parser)
+reply = os.fdopen(int(sys.argv[1]), "w")
+for line in sys.stdin:
+    try:
+        main(parser.parse_args(json.loads(line))); reply.write("ok\\n")
+    except BaseException:
+        reply.write(json.dumps(traceback.format_exc()) + "\\n")
+    reply.flush()
+"""
 
 
-def vllm_bench(base: str, model: dict, texts: list[str], c: int, output_tokens: int,
-               work: Path) -> dict:
+class VllmClient:
+    """vLLM's benchmark client kept loaded in one engine-environment process."""
+
+    def __init__(self, log: Path):
+        self.log = log
+        r, w = os.pipe()
+        with log.open("w") as out:
+            self.proc = subprocess.Popen(
+                [str(ENGINE_PYTHON), "-c", VLLM_DRIVER, str(w)], stdin=subprocess.PIPE,
+                stdout=out, stderr=subprocess.STDOUT, pass_fds=(w,), text=True,
+                env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        os.close(w)
+        self.replies = os.fdopen(r)
+
+    def run(self, argv: list[str]) -> None:
+        self.proc.stdin.write(json.dumps(argv) + "\n")
+        self.proc.stdin.flush()
+        reply = self.replies.readline()
+        if reply != "ok\n":
+            why = json.loads(reply) if reply else f"the process exited; see {self.log}"
+            raise SystemExit(f"vllm bench serve failed:\n{why[-3000:]}")
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.replies.close()
+
+
+def same_body(model: dict, sampling: dict) -> str:
+    """Everything knee's client sends besides model and prompt, for vLLM's `--extra-body`: both
+    clients then send the same request (min_tokens, top_p, continuous usage and all)."""
+    body = client.request_body("completions", model["name"], "", sampling)
+    return json.dumps({k: v for k, v in body.items() if k not in ("model", "prompt")})
+
+
+def vllm_run(base: str, vllm: VllmClient, model: dict, texts: list[str], c: int,
+             sampling: dict, work: Path) -> dict:
     dataset = work / f"prompts-c{c}.jsonl"
     dataset.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts))
     out = work / f"vllm-c{c}.json"
-    argv = [str(ENGINE_PYTHON), "-c", VLLM_BENCH, "--backend", "openai", "--base-url", base,
-            "--endpoint", "/v1/completions", "--model", model["name"],
-            "--tokenizer", str(ROOT / model["path"]), "--dataset-name", "custom",
-            "--dataset-path", str(dataset), "--disable-shuffle", "--skip-chat-template",
-            "--custom-output-len", str(output_tokens), "--num-prompts", str(len(texts)),
-            "--max-concurrency", str(c), "--request-rate", "inf", "--ignore-eos",
-            "--temperature", "0", "--disable-tqdm", "--save-result",
-            "--result-dir", str(work), "--result-filename", out.name]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=3600,
-                       env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    if r.returncode != 0:
-        raise SystemExit(f"vllm bench serve failed:\n{r.stderr[-3000:]}")
+    vllm.run(["--backend", "openai", "--base-url", base, "--endpoint", "/v1/completions",
+              "--model", model["name"], "--tokenizer", str(ROOT / model["path"]),
+              "--dataset-name", "custom", "--dataset-path", str(dataset), "--disable-shuffle",
+              "--skip-chat-template", "--custom-output-len", str(sampling["max_tokens"]),
+              "--num-prompts", str(len(texts)), "--max-concurrency", str(c),
+              "--num-warmups", str(c), "--request-rate", "inf", "--ignore-eos",
+              "--extra-body", same_body(model, sampling), "--disable-tqdm", "--save-result",
+              "--save-detailed", "--result-dir", str(work), "--result-filename", out.name])
     saved = json.loads(out.read_text())
-    return {"tokens": saved["total_output_tokens"], "wall_s": saved["duration"],
-            "throughput": saved["output_throughput"], "failed": saved.get("failed", 0)}
+    busy = sum(lat for lat, err in zip(saved["latencies"], saved["errors"], strict=True)
+               if not err)
+    return {"throughput": saved["output_throughput"], "failed": saved.get("failed", 0),
+            "idle_ms": idle_ms(c, saved["duration"], busy, len(texts))}
 
 
-def knee_sweep(base: str, model: dict, texts: list[str], c: int, sampling: dict) -> dict:
+def knee_run(base: str, model: dict, texts: list[str], c: int, sampling: dict) -> dict:
+    # the same warm-up as vLLM's `--num-warmups c`: the first prompt c times, right before
+    client.run(base, model["name"], texts[:1] * c, sampling, c, 3600, warmup=True)
     result = client.run(base, model["name"], texts, sampling, c, 3600)
     ok = [r for r in result["records"] if not r["error"]]
     tokens = sum(r["output_tokens"] for r in ok)
-    return {"tokens": tokens, "wall_s": result["wall_s"], "throughput": tokens / result["wall_s"],
-            "failed": len(result["records"]) - len(ok)}
+    busy = sum(r["t_last"] - r["t_send"] for r in ok)
+    return {"throughput": tokens / result["wall_s"], "failed": len(result["records"]) - len(ok),
+            "idle_ms": idle_ms(c, result["wall_s"], busy, len(texts))}
+
+
+def idle_ms(c: int, wall_s: float, busy_s: float, n: int) -> float:
+    """Stream time per request not spent between a request's send and its last token: the
+    client's turnaround (and the ramp and tail), during which the engine has one request less."""
+    return 1000 * (c * wall_s - busy_s) / n
+
+
+def with_server_view(engine: Engine, run, *args) -> dict:
+    """One client run bracketed by scrapes: the engine's own step time and tokens per step."""
+    before = endpoint.scrape(engine.base_url)
+    out = run(engine.base_url, *args)
+    after = endpoint.scrape(engine.base_url)
+    spec = prom.total(prom.parse(after), prom.DRAFTS) is not None
+    d = prom.window_deltas(before, after, "agreement run", 1, spec)
+    out["itl_ms"] = 1000 * d["server_latency"]["inter_token_latency_s"]["mean"]
+    out["tokens_per_step"] = d.get("tokens_per_step") or 1.0
+    return out
+
+
+def interval(diffs: list[float], draws: int = 4000) -> tuple[float, float]:
+    """95 % percentile-bootstrap interval of the mean paired difference (seeded)."""
+    rng = random.Random(0)
+    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(draws))
+    return means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
+
+
+def med(results: list[dict], key: str) -> float:
+    return statistics.median(x[key] for x in results)
 
 
 def runs(results: list[dict]) -> str:
-    return " ".join(f"{x['throughput']:.1f}" for x in results)
+    return " ".join(f"{x['throughput']:.0f}" for x in results)
+
+
+def pct(a: float, b: float) -> float:
+    return 100 * (a - b) / b
+
+
+def streams(x: dict) -> float:
+    """Streams the client kept decoding on average: its throughput over the engine's own
+    per-stream rate in that run (tokens per step / step time). The engine's speed, which drifts
+    from run to run on a shared host, cancels; what a client adds or loses remains."""
+    return x["throughput"] * x["itl_ms"] / 1000 / x["tokens_per_step"]
+
+
+def verdict(diffs: list[float]) -> tuple[float, float, float, str]:
+    lo, hi = interval(diffs)
+    inside = "within" if -TARGET <= lo and hi <= TARGET else "NOT within"
+    return statistics.fmean(diffs), lo, hi, inside
+
+
+def point(c: int, n: int, k: list[dict], v: list[dict], other: str) -> tuple[str, str]:
+    """The table row of one point and its verdict."""
+    pairs = list(zip(k, v, strict=True))
+    raw = verdict([pct(x["throughput"], y["throughput"]) for x, y in pairs])
+    adj = verdict([pct(streams(x), streams(y)) for x, y in pairs])
+    row = (f"{c:4d}  {n:8d}  {med(k, 'throughput'):10.1f}  {med(v, 'throughput'):10.1f}  "
+           f"{raw[0]:+6.2f} [{raw[1]:+.2f}, {raw[2]:+.2f}]  "
+           f"{adj[0]:+6.2f} [{adj[1]:+.2f}, {adj[2]:+.2f}]  "
+           f"{med(k, 'itl_ms'):5.2f}/{med(v, 'itl_ms'):5.2f}  "
+           f"{med(k, 'tokens_per_step'):4.2f}/{med(v, 'tokens_per_step'):4.2f}  "
+           f"{med(k, 'idle_ms'):5.1f}/{med(v, 'idle_ms'):5.1f}  "
+           f"{sum(x['failed'] for x in k)}/{sum(x['failed'] for x in v)}\n"
+           f"      runs: knee {runs(k)}; {other} {runs(v)}")
+    return row, (f"c={c}: throughput {raw[3]} {TARGET:g} % ({raw[0]:+.2f} %, 95 % interval "
+                 f"{raw[1]:+.2f} .. {raw[2]:+.2f}); streams kept decoding {adj[3]} {TARGET:g} % "
+                 f"({adj[0]:+.2f} %, {adj[1]:+.2f} .. {adj[2]:+.2f})")
 
 
 def main() -> int:
@@ -80,8 +206,11 @@ def main() -> int:
     ap.add_argument("--config", default=str(ROOT / "config" / "config.yaml"))
     ap.add_argument("--arm", default="control")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
-    ap.add_argument("--requests-per-stream", type=int, default=4)
-    ap.add_argument("--repeats", type=int, default=5, help="runs per client per point")
+    ap.add_argument("--requests-per-stream", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=12, help="runs per client per point")
+    ap.add_argument("--versus", choices=("vllm", "knee"), default="vllm",
+                    help="the other client; `knee` is the A/A calibration: knee against itself "
+                         "under the same protocol shows how large a difference noise alone makes")
     a = ap.parse_args()
     plan = config.make_plan(config.load(a.config), a.config)
     arm, rt, model = plan["arms"][a.arm], plan["runtime"], plan["model"]
@@ -99,50 +228,45 @@ def main() -> int:
                                      model["name"], "127.0.0.1", port),
                     env={**arm.get("env", {}), "VLLM_CACHE_ROOT": str(ROOT / rt["cache_dir"])},
                     log=work / "engine.log", host="127.0.0.1", port=port, cpus=engine_cpus)
+    vllm = VllmClient(work / "vllm-client.log") if a.versus == "vllm" else None
     try:
         engine.start()
         print(f"engine ({a.arm} arm) healthy after {engine.wait_healthy(900):.1f} s; "
               f"prompts of {sweep['prompt_tokens']} tokens, {sweep['output_tokens']} out")
         tokenize = endpoint.tokenizer(engine.base_url, model["name"])
-        warm = prompts.exact_token_prompts(tokenize, 1, "agreement warmup", 2,
-                                           sweep["prompt_tokens"])
-        client.run(engine.base_url, model["name"], warm, sampling, 1, 600)
-        print("conc  requests  knee tok/s  vllm tok/s  paired knee-vllm % (median, range)"
-              "  failed (knee/vllm)")
-        worst = noise = 0.0
+        other = "vllm" if a.versus == "vllm" else "knee-again"
+        print(f"conc  requests  knee tok/s  {other} tok/s  throughput knee-{other} % mean "
+              f"[95 %]  streams decoding %  server itl ms  tok/step  idle ms/req  failed   "
+              f"(pairs: knee/{other})", flush=True)
+        def first(c: int, texts: list[str]) -> dict:
+            return with_server_view(engine, knee_run, model, texts, c, sampling)
+
+        def second(c: int, texts: list[str]) -> dict:
+            if vllm is None:
+                return first(c, texts)
+            return with_server_view(engine, vllm_run, vllm, model, texts, c, sampling, work)
+
+        verdicts = []
         for c in a.concurrency:
             n = max(sweep["min_requests"], a.requests_per_stream * c)
             texts = prompts.exact_token_prompts(tokenize, 1, f"agreement c{c}", n,
                                                 sweep["prompt_tokens"])
-            # the first batch of a new size is slower (the engine warms to the shape), so a
-            # throw-away round goes first, then the clients alternate and medians are compared
-            knee_sweep(engine.base_url, model, texts, c, sampling)
+            # the first batch of a new size is slower (the engine warms to the shape)
+            first(c, texts)
+            second(c, texts)
             k, v = [], []
             for i in range(a.repeats):
-                for who in (("knee", "vllm") if i % 2 == 0 else ("vllm", "knee")):
-                    if who == "knee":
-                        k.append(knee_sweep(engine.base_url, model, texts, c, sampling))
-                    else:
-                        v.append(vllm_bench(engine.base_url, model, texts, c,
-                                            sweep["output_tokens"], work))
-            kt = statistics.median(x["throughput"] for x in k)
-            vt = statistics.median(x["throughput"] for x in v)
-            diffs = [100 * (x["throughput"] - y["throughput"]) / y["throughput"]
-                     for x, y in zip(k, v, strict=True)]
-            diff = statistics.median(diffs)
-            worst = max(worst, abs(diff))
-            noise = max(noise, *(100 * (max(t) - min(t)) / statistics.median(t) for t in (
-                [x["throughput"] for x in k], [x["throughput"] for x in v])))
-            print(f"{c:4d}  {n:8d}  {kt:10.1f}  {vt:10.1f}  {diff:+7.2f} ({min(diffs):+.2f} .. "
-                  f"{max(diffs):+.2f})  {sum(x['failed'] for x in k)}/"
-                  f"{sum(x['failed'] for x in v)}   runs: knee {runs(k)}; vllm {runs(v)}",
-                  flush=True)
+                for who, run in ([(k, first), (v, second)] if i % 2 == 0 else
+                                 [(v, second), (k, first)]):
+                    who.append(run(c, texts))
+            row, verdict = point(c, n, k, v, other)
+            print(row, flush=True)
+            verdicts.append(verdict)
             engine.check_alive(f"agreement point c={c}")
-        print(f"largest median paired disagreement: {worst:.2f} % (target: within 3 %)")
-        # the same client's runs on the same engine: what a difference has to beat to mean much
-        print(f"largest spread of one client's runs at one point: {noise:.1f} % of its median"
-              + (": this engine is too noisy here to resolve 3 %" if noise > 6 else ""))
+        print("\n".join(verdicts))
     finally:
+        if vllm is not None:
+            vllm.close()
         engine.stop()
     return 0
 
