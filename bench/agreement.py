@@ -101,16 +101,21 @@ def same_body(model: dict, sampling: dict) -> str:
     return json.dumps({k: v for k, v in body.items() if k not in ("model", "prompt")})
 
 
-def vllm_run(base: str, vllm: VllmClient, model: dict, texts: list[str], c: int,
-             sampling: dict, work: Path) -> dict:
+def vllm_dataset(texts: list[str], c: int, work: Path) -> Path:
+    """The point's prompts as vLLM's custom dataset, written once per point."""
     dataset = work / f"prompts-c{c}.jsonl"
     dataset.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts))
+    return dataset
+
+
+def vllm_run(base: str, vllm: VllmClient, model: dict, dataset: Path, n: int, c: int,
+             sampling: dict, work: Path) -> dict:
     out = work / f"vllm-c{c}.json"
     vllm.run(["--backend", "openai", "--base-url", base, "--endpoint", "/v1/completions",
               "--model", model["name"], "--tokenizer", str(ROOT / model["path"]),
               "--dataset-name", "custom", "--dataset-path", str(dataset), "--disable-shuffle",
               "--skip-chat-template", "--custom-output-len", str(sampling["max_tokens"]),
-              "--num-prompts", str(len(texts)), "--max-concurrency", str(c),
+              "--num-prompts", str(n), "--max-concurrency", str(c),
               "--num-warmups", str(c), "--request-rate", "inf", "--ignore-eos",
               "--extra-body", same_body(model, sampling), "--disable-tqdm", "--save-result",
               "--save-detailed", "--result-dir", str(work), "--result-filename", out.name])
@@ -118,7 +123,7 @@ def vllm_run(base: str, vllm: VllmClient, model: dict, texts: list[str], c: int,
     busy = sum(lat for lat, err in zip(saved["latencies"], saved["errors"], strict=True)
                if not err)
     return {"throughput": saved["output_throughput"], "failed": saved.get("failed", 0),
-            "idle_ms": idle_ms(c, saved["duration"], busy, len(texts))}
+            "idle_ms": idle_ms(c, saved["duration"], busy, n)}
 
 
 def knee_run(base: str, model: dict, texts: list[str], c: int, sampling: dict) -> dict:
@@ -138,12 +143,11 @@ def idle_ms(c: int, wall_s: float, busy_s: float, n: int) -> float:
     return 1000 * (c * wall_s - busy_s) / n
 
 
-def with_server_view(engine: Engine, run, *args) -> dict:
+def with_server_view(engine: Engine, spec: bool, run, *args) -> dict:
     """One client run bracketed by scrapes: the engine's own step time and tokens per step."""
     before = endpoint.scrape(engine.base_url)
     out = run(engine.base_url, *args)
     after = endpoint.scrape(engine.base_url)
-    spec = prom.total(prom.parse(after), prom.DRAFTS) is not None
     d = prom.window_deltas(before, after, "agreement run", 1, spec)
     out["itl_ms"] = 1000 * d["server_latency"]["inter_token_latency_s"]["mean"]
     out["tokens_per_step"] = d.get("tokens_per_step") or 1.0
@@ -238,19 +242,23 @@ def main() -> int:
         print(f"conc  requests  knee tok/s  {other} tok/s  throughput knee-{other} % mean "
               f"[95 %]  streams decoding %  server itl ms  tok/step  idle ms/req  failed   "
               f"(pairs: knee/{other})", flush=True)
+        spec = bool(arm.get("speculative_config"))
+
         def first(c: int, texts: list[str]) -> dict:
-            return with_server_view(engine, knee_run, model, texts, c, sampling)
+            return with_server_view(engine, spec, knee_run, model, texts, c, sampling)
 
         def second(c: int, texts: list[str]) -> dict:
             if vllm is None:
                 return first(c, texts)
-            return with_server_view(engine, vllm_run, vllm, model, texts, c, sampling, work)
+            return with_server_view(engine, spec, vllm_run, vllm, model, datasets[c],
+                                    len(texts), c, sampling, work)
 
-        verdicts = []
+        verdicts, datasets = [], {}
         for c in a.concurrency:
             n = max(sweep["min_requests"], a.requests_per_stream * c)
             texts = prompts.exact_token_prompts(tokenize, 1, f"agreement c{c}", n,
                                                 sweep["prompt_tokens"])
+            datasets[c] = vllm_dataset(texts, c, work)
             # the first batch of a new size is slower (the engine warms to the shape)
             first(c, texts)
             second(c, texts)
