@@ -9,10 +9,11 @@ from knee.jsonio import KneeError
 from tests.conftest import ROOT
 
 
-def test_default_config_plans_four_sessions_in_protocol_order(default_config):
+def test_default_config_plans_counterbalanced_sessions(default_config):
     plan = config.make_plan(config.validate(default_config))
     ids = [s["id"] for s in plan["protocol"]["sessions"]]
-    assert ids == ["1-control", "1-candidate", "2-control", "2-candidate"]
+    assert ids == ["1-control", "1-candidate", "2-candidate", "2-control", "3-control",
+                   "3-candidate"]
     assert [s["after"] for s in plan["protocol"]["sessions"]] == [None, *ids[:-1]]
     cand = plan["arms"]["candidate"]["speculative_config"]
     assert cand["num_speculative_tokens_per_batch_size"] == [[1, 2, 5], [3, 16, 1]]
@@ -66,6 +67,7 @@ def test_gpu_experiment_config_validates_and_plans():
     assert plan["runtime"]["kind"] == "docker"
     assert len(plan["instruments"]["sweep"]["concurrency"]) == 6
     assert plan["protocol"]["pairs"] == 2
+    assert [s["id"] for s in plan["protocol"]["sessions"]][2] == "2-candidate"
 
 
 def test_cli_validate_config_fails_fast_with_key_path(tmp_path, default_config):
@@ -82,3 +84,53 @@ def test_bar_rule_on_an_unmeasured_point_is_refused(default_config):
     default_config["instruments"]["sweep"]["concurrency"] = [1, 4]
     with pytest.raises(KneeError, match=r"bar.rules\[1\].point: 8 is not measured by sweep"):
         config.make_plan(config.validate(default_config), "x.yaml")
+
+
+def order_of(default_config, order, seed=0, pairs=6):
+    default_config["protocol"].update(order=order, seed=seed, pairs=pairs)
+    plan = config.make_plan(config.validate(default_config))
+    return [s["id"] for s in plan["protocol"]["sessions"]], plan["bar_sha256"]
+
+
+def test_fixed_order_runs_every_pair_the_same_way(default_config):
+    ids, _ = order_of(default_config, ["candidate", "control"], pairs=2)
+    assert ids == ["1-candidate", "1-control", "2-candidate", "2-control"]
+
+
+def test_randomized_order_is_seeded_and_registered_in_the_bar_hash(default_config):
+    firsts = set()
+    hashes = set()
+    for seed in range(8):
+        ids, sha = order_of(default_config, "randomized", seed)
+        assert ids == order_of(default_config, "randomized", seed)[0]  # the same draw again
+        assert sorted(ids) == sorted(f"{p}-{a}" for p in range(1, 7)
+                                     for a in ("control", "candidate"))
+        firsts.add(tuple(ids[i].split("-")[1] for i in range(0, 12, 2)))
+        hashes.add(sha)
+    assert len(firsts) > 1  # the draw does change the order
+    assert len(hashes) == len(firsts)  # a different realized order is a different registration
+
+
+def test_bar_hash_covers_alpha(default_config):
+    a = config.make_plan(config.validate(default_config))["bar_sha256"]
+    default_config["bar"]["alpha"] = 0.025
+    assert config.make_plan(config.validate(default_config))["bar_sha256"] != a
+
+
+def test_aa_config_plans_identical_arms():
+    plan = config.make_plan(config.load(ROOT / "config" / "aa-cpu.yaml"), "config/aa-cpu.yaml")
+    assert plan["variable"] == "none" and plan["arms"]["control"] == plan["arms"]["candidate"]
+    assert "A/A experiment" in config.describe(plan)
+
+
+def test_aa_arms_that_differ_are_refused(default_config):
+    default_config["variable"] = "none"
+    with pytest.raises(KneeError, match=r"variable none .*must be identical.*\n  speculative_config"
+                                        r".num_speculative_tokens_per_batch_size"):
+        config.make_plan(config.validate(default_config))
+
+
+def test_removed_bar_pairs_key_is_refused_with_its_replacement(default_config):
+    default_config["bar"]["pairs"] = "any"
+    with pytest.raises(KneeError, match=r"bar.pairs.*alpha"):
+        config.validate(default_config, "old.yaml")

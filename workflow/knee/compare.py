@@ -7,7 +7,7 @@ engine version matches, and the resolved servers differ only in the declared var
 from __future__ import annotations
 
 from knee import depthcurve, noise
-from knee.config import differences
+from knee.config import differences, in_variable
 from knee.stats import decode_rate, mean, pct, point_summary
 
 METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
@@ -51,7 +51,7 @@ def validate_pair(pair: int, control: dict, candidate: dict, variable: str) -> t
     cmp(where, "engine.packages", ba["engine"]["packages"], bb["engine"]["packages"])
     cmp(where, "runtime", ba["runtime"], bb["runtime"])
     for key, a, b in differences(ba["server"], bb["server"]):
-        if not (key == variable or key.startswith(variable + ".")):
+        if not in_variable(key, variable):
             cmp(where, f"server.{key}", a, b)
     checked.append(f"{where}:server (all but {variable})")
     return checked, bad

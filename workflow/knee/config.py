@@ -41,6 +41,10 @@ def _fill_defaults(schema: dict, data: Any, root: dict) -> None:
 def validate(config: dict, source: str = "config") -> dict:
     """Validate a config; return a copy with defaults filled. Raises KneeError naming the key."""
     data = copy.deepcopy(config)
+    if isinstance(data.get("bar"), dict) and "pairs" in data["bar"]:
+        raise KneeError(f"{source}: bar.pairs: {data['bar']['pairs']!r} is no longer a setting: "
+                        "every rule is decided on the interval over all pairs, at the bar's "
+                        "alpha (bar.alpha, default 0.05); delete bar.pairs")
     check("config", data, source)
     schema = load_schema("config")
     _fill_defaults(schema, data, schema)
@@ -97,23 +101,48 @@ def differences(a: dict, b: dict) -> list[tuple[str, Any, Any]]:
     return rows
 
 
+NO_VARIABLE = "none"  # an A/A experiment: the two arms are identical
+
+
+def in_variable(key: str, variable: str) -> bool:
+    """Whether a dotted setting is the declared variable or lies under it."""
+    return variable != NO_VARIABLE and (key == variable or key.startswith(variable + "."))
+
+
 def check_one_variable(arms: dict[str, dict], variable: str, source: str = "config") -> None:
-    """Refuse arms that differ anywhere but the declared variable, or not at all."""
+    """Refuse arms that differ anywhere but the declared variable, or not at all (an A/A
+    experiment, variable none, must not differ at all)."""
     diffs = differences(arms["control"], arms["candidate"])
-    inside = [d for d in diffs if d[0] == variable or d[0].startswith(variable + ".")]
+    inside = [d for d in diffs if in_variable(d[0], variable)]
     outside = [d for d in diffs if d not in inside]
     if outside:
         rows = "\n  ".join(f"{k}: control={c!r} candidate={v!r}" for k, c, v in outside)
-        raise KneeError(
-            f"{source}: arms differ outside the declared variable {variable!r}:\n  {rows}"
-        )
-    if not inside:
-        raise KneeError(f"{source}: arms do not differ in the declared variable {variable!r}")
+        what = ("variable none (an A/A experiment): the arms must be identical, they differ"
+                if variable == NO_VARIABLE else
+                f"arms differ outside the declared variable {variable!r}")
+        raise KneeError(f"{source}: {what}:\n  {rows}")
+    if not inside and variable != NO_VARIABLE:
+        raise KneeError(f"{source}: arms do not differ in the declared variable {variable!r} "
+                        "(for an A/A experiment, declare variable: none)")
 
 
-def sessions(pairs: int, order: list[str]) -> list[dict]:
+def pair_orders(pairs: int, order: str | list[str], seed: int = 0) -> list[list[str]]:
+    """The realized order of every pair: a fixed list, counterbalanced (ABBA: odd pairs as
+    control-candidate, even pairs reversed) or randomized (each pair from a seeded draw)."""
+    if isinstance(order, list):
+        return [list(order) for _ in range(pairs)]
+    ab = list(ARMS)
+    if order == "counterbalanced":
+        return [ab if pair % 2 == 0 else ab[::-1] for pair in range(pairs)]
+    import random
+
+    draw = random.Random(f"knee-order-{seed}")
+    return [ab if draw.random() < 0.5 else ab[::-1] for _ in range(pairs)]
+
+
+def sessions(orders: list[list[str]]) -> list[dict]:
     out, previous = [], None
-    for pair in range(1, pairs + 1):
+    for pair, order in enumerate(orders, start=1):
         for arm in order:
             sid = f"{pair}-{arm}"
             out.append({"id": sid, "pair": pair, "arm": arm, "after": previous})
@@ -195,6 +224,8 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
     check_one_variable(arms, config["variable"], config_path)
     check_bar(config, config_path)
     check_depths(config, arms, config_path)
+    protocol = config["protocol"]
+    planned = sessions(pair_orders(protocol["pairs"], protocol["order"], protocol["seed"]))
     plan = {
         "name": config["name"],
         "question": config.get("question", ""),
@@ -204,14 +235,19 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
         "arms": arms,
         "model": model_ref(config),
         "runtime": config["runtime"],
-        "protocol": {**config["protocol"], "sessions": sessions(
-            config["protocol"]["pairs"], config["protocol"]["order"])},
+        "protocol": {**protocol, "sessions": planned},
         "instruments": config["instruments"],
         "analysis": config["analysis"],
         "bar": config["bar"],
-        "bar_sha256": sha256_of(config["bar"]),
+        "bar_sha256": bar_sha256(config["bar"], planned),
     }
     return plan
+
+
+def bar_sha256(bar: dict, planned: list[dict]) -> str:
+    """What is registered before the first boot: the bar (its rules and alpha) and the
+    realized session order."""
+    return sha256_of({"bar": bar, "order": [s["id"] for s in planned]})
 
 
 def model_args(config: dict) -> str:
@@ -232,15 +268,22 @@ def describe(plan: dict) -> str:
         f"{r['name']}: {r['instrument']} {r['metric']} @ {r['point']} "
         + (f"within ±{r['within_pct']}%" if "within_pct" in r else f">= +{r['min_gain_pct']}%")
         for r in plan["bar"]["rules"])
+    change = (f"  variable {plan['variable']}: control={values['control']!r} "
+              f"candidate={values['candidate']!r}" if plan["variable"] != NO_VARIABLE else
+              "  variable none: an A/A experiment, both arms identical")
     lines = [
         f"knee plan: experiment {plan['name']} ({plan['runtime']['kind']} runtime, "
         f"model {plan['model']['name']})",
-        f"  variable {plan['variable']}: control={values['control']!r} "
-        f"candidate={values['candidate']!r}",
-        "  sessions: " + " -> ".join(s["id"] for s in plan["protocol"]["sessions"]),
+        change,
+        f"  sessions ({order_name(plan['protocol']['order'])} order): "
+        + " -> ".join(s["id"] for s in plan["protocol"]["sessions"]),
         f"  sweep: concurrency {sweep['concurrency']} x {sweep['runs']} runs"
         + (f"; fixture: {fixture['classes']} x {fixture['requests']}" if fixture else ""),
-        f"  bar ({plan['bar'].get('pairs', 'all')} pairs, sha256 {plan['bar_sha256'][:12]}): "
+        f"  bar (alpha {plan['bar']['alpha']}, sha256 {plan['bar_sha256'][:12]}): "
         + rules,
     ]
     return "\n".join(lines)
+
+
+def order_name(order: str | list[str]) -> str:
+    return order if isinstance(order, str) else "fixed " + "-".join(order)

@@ -13,7 +13,16 @@ import jsonschema
 import yaml
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
-SCHEMA_VERSION = 1
+# what an older version of a file lacks, and how to make it anew from the raw files
+REDERIVE = {
+    "plan": "the realized order and the bar's alpha; re-plan with `snakemake --cores 1 "
+            "--configfile CONFIG --forcerun plan`, which keeps every raw file (the bar then "
+            "reads as changed after measurement: what was registered before the boots differs)",
+    "comparison": "intervals over boot pairs; re-derive with `snakemake --cores 1 "
+                  "--configfile CONFIG --forcerun compare` (boots nothing)",
+    "bar": "three-valued verdicts decided on an interval; re-derive with `snakemake --cores 1 "
+           "--configfile CONFIG --forcerun compare` (boots nothing)",
+}
 
 
 class KneeError(Exception):
@@ -64,9 +73,14 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
+def schema_version(kind: str) -> int:
+    """The version of a kind of file this knee writes (its schema's schema_version const)."""
+    return load_schema(kind)["properties"]["schema_version"]["const"]
+
+
 def write(path: Path, kind: str, payload: dict) -> dict:
     """Stamp payload with schema + schema_version, validate it, and write it atomically."""
-    data = {"schema": f"knee/{kind}", "schema_version": SCHEMA_VERSION, **payload}
+    data = {"schema": f"knee/{kind}", "schema_version": schema_version(kind), **payload}
     check(kind, data, str(path))
     atomic_write_text(Path(path), dumps(data))
     return data
@@ -83,5 +97,9 @@ def read(path: Path, kind: str | None = None) -> dict:
     if kind is not None:
         if data.get("schema") != f"knee/{kind}":
             raise KneeError(f"{path}: schema is {data.get('schema')!r}, expected 'knee/{kind}'")
+        if data.get("schema_version") != schema_version(kind):
+            raise KneeError(f"{path}: knee/{kind} version {data.get('schema_version')!r}, this "
+                            f"knee reads version {schema_version(kind)} (it adds "
+                            f"{REDERIVE.get(kind, 'fields')})")
         check(kind, data, str(path))
     return data

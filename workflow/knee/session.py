@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from knee import cache, jsonio, receipts
+from knee import cache, hostfacts, jsonio, receipts
 from knee.instruments import REGISTRY
 from knee.results import instrument_names
 from knee.runtime import endpoint
@@ -183,12 +183,14 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     cfg = {**plan["instruments"][name], "api": api}
     timeout = plan["instruments"]["request_timeout_s"]
     before = endpoint.scrape(engine.base_url)
+    host_before = hostfacts.snapshot()
     result = REGISTRY[name](engine, cfg, plan["instruments"]["seed"], model, timeout)
+    host = hostfacts.window(host_before, hostfacts.snapshot())
     after = endpoint.scrape(engine.base_url)
     engine.check_alive(f"{name} window")
     jsonio.atomic_write_text(out / f"{name}.prom.before", before)
     jsonio.atomic_write_text(out / f"{name}.prom.after", after)
-    jsonio.write(out / f"{name}.json", "raw", {"session": sid, **result})
+    jsonio.write(out / f"{name}.json", "raw", {"session": sid, **result, "host": host})
 
 
 def publish(staging: Path, root: Path) -> None:
