@@ -85,9 +85,9 @@ def test_a_tampered_receipt_is_caught_and_named(results):
 
 def test_trace_prints_the_chain_from_readme_to_config(results):
     data = json.loads((results / "comparison" / "bar.json").read_text())
-    shown = f"{data['pairs'][0]['rules'][-1]['candidate']:.2f}"
+    shown = f"{data['rules'][-1]['per_pair'][0]['delta_pct']:+.2f}%"
     chain = "\n".join(audit.trace(results, shown))
-    assert "README.md:" in chain and "comparison/bar.json#/pairs/0/rules/" in chain
+    assert "README.md:" in chain and "comparison/bar.json#/rules/2/per_pair/0/delta_pct" in chain
     assert "raw/1-candidate/sweep.json" in chain and "request records" in chain
     assert "receipts/1-candidate-boot.json" in chain and "argv:" in chain
     assert "config_sha256" in chain or "config " in chain
@@ -96,7 +96,7 @@ def test_trace_prints_the_chain_from_readme_to_config(results):
 
 def test_analysis_modules_cannot_reach_a_server():
     code = ("import sys, knee.audit, knee.figures, knee.readme, knee.compare, knee.bar, "
-            "knee.prom, knee.results\n"
+            "knee.prom, knee.results, knee.inference, knee.aa\n"
             "bad = [m for m in sys.modules if m.startswith(('knee.runtime', 'knee.client', "
             "'knee.session', 'knee.instruments', 'httpx'))]\n"
             "assert not bad, bad")
@@ -117,3 +117,33 @@ def test_readme_of_a_sweep_only_experiment_renders():
     text = readme.render(plan, comparison, jsonio.read(pub / "comparison" / "bar.json", "bar"),
                          boots, jsonio.read(pub / "comparison" / "acceptance.json"))
     assert "Sweep: closed loop" in text and "Fixture: single stream" not in text
+
+
+def test_a_session_out_of_the_planned_order_is_caught(results):
+    def early(d):
+        d["started_at"] = "2000-01-01T00:00:00+00:00"
+    edit_json(results / "receipts" / "2-candidate-boot.json", early)
+    problems = "\n".join(audit.audit(results))
+    assert "receipts/2-candidate-boot.json: started_at 2000-01-01" in problems
+    assert "did not run in the planned order" in problems
+
+
+def test_a_tampered_verdict_is_caught_and_named(results):
+    def passed(d):
+        d["verdict"] = "PASS"
+        d["rules"][0]["verdict"] = "PASS"
+    edit_json(results / "comparison" / "bar.json", passed)
+    problems = "\n".join(audit.audit(results))
+    assert "comparison/bar.json#/verdict: differs from the recomputation" in problems
+    assert "comparison/bar.json#/rules/0/verdict" in problems
+
+
+def test_a_folder_of_the_previous_schema_is_refused_with_how_to_rederive_it(results):
+    from knee.jsonio import KneeError
+
+    def old(d):
+        d["schema_version"] = 1
+    edit_json(results / "comparison" / "comparison.json", old)
+    with pytest.raises(KneeError, match=r"comparison.json: knee/comparison version 1.*"
+                                        r"--forcerun compare"):
+        audit.audit(results)

@@ -2,7 +2,7 @@ import copy
 
 import pytest
 
-from knee import bar, compare
+from knee import bar, compare, inference
 
 
 def record(t_first, t_last, tokens=33):
@@ -60,17 +60,70 @@ def test_server_difference_outside_the_variable_is_a_mismatch():
     assert "server.args.max-num-seqs" in [m["field"] for m in result["mismatches"]]
 
 
-def test_bar_per_pair_and_overall():
-    rows = [{"pair": 1, "instrument": "sweep", "point": 8, "metric": "throughput",
-             "control": 100.0, "candidate": 120.0, "delta_pct": 20.0},
-            {"pair": 2, "instrument": "sweep", "point": 8, "metric": "throughput",
-             "control": 100.0, "candidate": 110.0, "delta_pct": 10.0}]
-    rule = {"name": "C8", "instrument": "sweep", "metric": "throughput", "point": 8,
-            "min_gain_pct": 15}
-    comp = {"experiment": "t", "verdict": "VALID", "rows": rows}
-    v = bar.judge(comp, {"pairs": "all", "rules": [rule]}, 2, "h", {"h"})
-    assert [p["verdict"] for p in v["pairs"]] == ["PASS", "FAIL"] and v["verdict"] == "FAIL"
-    assert bar.judge(comp, {"pairs": "any", "rules": [rule]}, 2, "h", {"h"})["verdict"] == "PASS"
-    assert bar.judge(comp, {"pairs": "all", "rules": [rule]}, 2, "h", {"old"})["bar_changed"]
-    invalid = bar.judge({**comp, "verdict": "INVALID"}, {"rules": [rule]}, 2, "h", {"h"})
-    assert invalid["verdict"] == "INVALID" and invalid["pairs"] == []
+def rows_of(deltas, point=8):
+    return [{"pair": p, "instrument": "sweep", "point": point, "metric": "throughput",
+             "control": 100.0, "candidate": 100.0 + d, "delta_pct": d}
+            for p, d in enumerate(deltas, start=1)]
+
+
+GAIN = {"name": "C8", "instrument": "sweep", "metric": "throughput", "point": 8,
+        "min_gain_pct": 15}
+PARITY = {"name": "C8 parity", "instrument": "sweep", "metric": "throughput", "point": 8,
+          "within_pct": 5}
+
+
+def judged(deltas, rule, alpha=0.05, verdict="VALID", measured=("h",)):
+    comp = {"experiment": "t", "verdict": verdict, "rows": rows_of(deltas)}
+    return bar.judge(comp, {"alpha": alpha, "rules": [rule]}, len(deltas), "h", set(measured))
+
+
+@pytest.mark.parametrize(("deltas", "rule", "verdict"), [
+    ([30.0, 31.0, 29.0], GAIN, "PASS"),         # every bound above +15 %
+    ([2.0, 1.0, 3.0], GAIN, "FAIL"),            # upper bound below +15 %
+    ([20.0, 10.0], GAIN, "INCONCLUSIVE"),       # the seeds' "one pair passes" is not a verdict
+    ([0.5, -0.5, 0.2, -0.1], PARITY, "PASS"),   # the whole interval inside ±5 %
+    ([-20.0, -21.0, -19.0], PARITY, "FAIL"),    # wholly outside ±5 %
+    ([-10.0, 8.0, 1.0], PARITY, "INCONCLUSIVE"),
+    ([40.0], GAIN, "INCONCLUSIVE"),             # one pair: no between-boot interval
+])
+def test_three_verdicts_decided_on_the_interval_over_pairs(deltas, rule, verdict):
+    v = judged(deltas, rule)
+    [r] = v["rules"]
+    assert r["verdict"] == verdict and v["verdict"] == verdict
+    assert [p["delta_pct"] for p in r["per_pair"]] == deltas and "verdict" not in r["per_pair"][0]
+    if len(deltas) > 1:
+        assert r["interval_level"] == "boot pairs" and r["confidence"] == 0.9
+        lo, hi = r["interval"]
+        assert lo <= r["estimate"] <= hi
+    else:
+        assert r["interval"] is None and "two pairs" in r["reason"]
+
+
+def test_inconclusive_says_how_many_pairs_would_resolve_it():
+    [r] = judged([25.0, 15.0], GAIN)["rules"]
+    need = r["pairs_needed"]
+    assert r["verdict"] == "INCONCLUSIVE" and need > 2
+    eff = inference.effect([inference.log_ratio(100.0, 125.0), inference.log_ratio(100.0, 115.0)])
+    # with the same mean and spread, `need` pairs resolve the rule and one fewer does not
+    assert inference.decide(GAIN, eff.bounds(0.9, need)) == "PASS"
+    assert inference.decide(GAIN, eff.bounds(0.9, need - 1)) == "INCONCLUSIVE"
+    [on_threshold] = judged([20.0, 10.0], GAIN)["rules"]  # mean +14.9 %: no n resolves it
+    assert on_threshold["pairs_needed"] is None
+    [resolved] = judged([30.0, 31.0, 29.0], GAIN)["rules"]
+    assert resolved["pairs_needed"] == 3 and resolved["mde_pct"] > 0
+
+
+def test_overall_verdict_pass_only_if_every_rule_passes():
+    assert bar.overall(["PASS", "PASS"]) == "PASS"
+    assert bar.overall(["PASS", "INCONCLUSIVE"]) == "INCONCLUSIVE"
+    assert bar.overall(["INCONCLUSIVE", "FAIL"]) == "FAIL"
+    assert bar.overall(["FAIL", "INVALID"]) == "INVALID"
+
+
+def test_bar_changed_and_invalid_comparison():
+    assert judged([30.0, 31.0], GAIN, measured=("old",))["bar_changed"]
+    invalid = judged([30.0, 31.0], GAIN, verdict="INVALID")
+    assert invalid["verdict"] == "INVALID" and invalid["rules"] == []
+    missing = bar.judge({"experiment": "t", "verdict": "VALID", "rows": rows_of([30.0])},
+                        {"alpha": 0.05, "rules": [GAIN]}, 2, "h", {"h"})
+    assert missing["verdict"] == "INVALID" and "pair 2" in missing["rules"][0]["reason"]

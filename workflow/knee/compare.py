@@ -6,16 +6,16 @@ engine version matches, and the resolved servers differ only in the declared var
 
 from __future__ import annotations
 
-from knee import depthcurve, noise
+from knee import depthcurve, inference, noise
 from knee.config import differences, in_variable
 from knee.stats import decode_rate, mean, pct, point_summary
 
 METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
-NOISE_METHOD = ("Noise: noise_pct is the largest of the run-to-run spread of either arm at the "
-                "point and the control's spread across its boots; ci95 is a bootstrap over "
-                "requests (2000 resamples, seeded) of the delta of the p50 (decode rate, TTFT) "
-                "or, for throughput, the spread of the delta of the mean per-request rate "
-                "(closed loop: throughput ~ concurrency x mean per-request rate) centred on the "
+NOISE_METHOD = ("noise_pct is the largest of the run-to-run spread of either arm at the point "
+                "and the control's spread across its boots. A per-pair row's interval is a "
+                "bootstrap over requests (2000 resamples, seeded) of the delta of the p50 "
+                "(decode rate, TTFT) or, for throughput, of the mean per-request rate (closed "
+                "loop: throughput ~ concurrency x mean per-request rate) centred on the "
                 "aggregate delta.")
 
 
@@ -80,8 +80,8 @@ def delta_pct(control: float | None, candidate: float | None) -> float | None:
     return 100.0 * (candidate - control) / control
 
 
-def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict,
-                  seed: int) -> list[dict]:
+def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict, seed: int,
+                  confidence: float) -> list[dict]:
     rows = []
     for inst in sorted(control["raw"]):
         ra, rb = control["raw"][inst], candidate["raw"][inst]
@@ -94,19 +94,22 @@ def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict,
                     continue
                 spreads = [spread[m][0].get(point), spread[m][1].get(point),
                            drift.get((inst, point, m))]
-                rows.append(row(inst, point, pair, m, a, b, spreads, noise.bootstrap_delta_ci(
+                interval = noise.bootstrap_delta_ci(
                     noise.requests_of(ra, point), noise.requests_of(rb, point), m, seed,
-                    centre=delta_pct(a, b) if m == "throughput" else None)))
+                    centre=delta_pct(a, b) if m == "throughput" else None,
+                    confidence=confidence)
+                rows.append(row(inst, point, pair, m, a, b, spreads, delta_pct(a, b),
+                                {"interval": interval, "interval_level": inference.REQUESTS,
+                                 "confidence": confidence}))
     return rows
 
 
-def row(inst, point, pair, metric, a, b, spreads, ci) -> dict:
+def row(inst, point, pair, metric, a, b, spreads, delta, interval: dict) -> dict:
     measured = [s for s in spreads if s is not None]
     floor = max(measured) if measured else None
-    d = delta_pct(a, b)
     return {"instrument": inst, "point": point, "pair": pair, "metric": metric, "control": a,
-            "candidate": b, "delta_pct": d, "noise_pct": floor, "ci95": ci,
-            "noise": noise.noise_label(d, floor, ci)}
+            "candidate": b, "delta_pct": delta, "noise_pct": floor, **interval,
+            "noise": noise.noise_label(delta, floor, interval)}
 
 
 def control_drift(controls: list[dict]) -> dict:
@@ -123,7 +126,9 @@ def control_drift(controls: list[dict]) -> dict:
     return out
 
 
-def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, seed: int) -> list[dict]:
+def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, confidence: float) -> list[dict]:
+    """One row per instrument, point and metric: the effect over boot pairs with its t
+    interval (knee.inference), the arms' mean figures beside it for reading."""
     rows = []
     for inst in sorted(pairs[0][0]["raw"]):
         figs = [(arm_figures(c["raw"][inst]), arm_figures(d["raw"][inst])) for c, d in pairs]
@@ -133,12 +138,15 @@ def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, seed: int) -> list
                 b = mean([fb[point][m] for _, fb in figs])
                 if a is None and b is None:
                     continue
-                ca = [r for c, _ in pairs for r in noise.requests_of(c["raw"][inst], point)]
-                cb = [r for _, d in pairs for r in noise.requests_of(d["raw"][inst], point)]
+                ratios = [inference.log_ratio(fa[point][m], fb[point][m]) for fa, fb in figs]
+                eff = inference.effect(ratios)
+                interval = {"interval": eff and eff.interval_pct(confidence),
+                            "interval_level": inference.PAIRS, "confidence": confidence,
+                            "pairs": eff.n if eff else 0,
+                            "per_pair_delta_pct": [x if x is None else inference.to_pct(x)
+                                                   for x in ratios]}
                 rows.append(row(inst, point, "all", m, a, b, [drift.get((inst, point, m))],
-                                noise.bootstrap_delta_ci(
-                                    ca, cb, m, seed,
-                                    centre=delta_pct(a, b) if m == "throughput" else None)))
+                                eff and inference.to_pct(eff.mean), interval))
     return rows
 
 
@@ -177,10 +185,10 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
         pairs = [(sessions[(p, "control")], sessions[(p, "candidate")]) for p in range(1, n + 1)]
         drift = control_drift([c for c, _ in pairs])
         seed = plan.get("instruments", {}).get("seed", 0)
+        confidence = plan.get("analysis", {}).get("confidence", 0.95)
         for pair, (c, d) in enumerate(pairs, start=1):
-            rows += rows_for_pair(pair, c, d, drift, seed)
-        if n > 1:
-            rows += across_pairs(pairs, drift, seed)
+            rows += rows_for_pair(pair, c, d, drift, seed, confidence)
+        rows += across_pairs(pairs, drift, confidence)
         classes = fixture_classes(pairs)
     curves = [] if bad else [
         {"pair": pair, "arm": arm, **depthcurve.curve(s["raw"]["depth"])}
@@ -188,4 +196,4 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
     return {"experiment": plan["name"], "verdict": "INVALID" if bad else "VALID",
             "variable": plan["variable"], "fields_checked": checked, "mismatches": bad,
             "rows": rows, "fixture_classes": classes, "depth_curves": curves,
-            "noise_method": NOISE_METHOD}
+            "interval_method": inference.METHOD, "noise_method": NOISE_METHOD}

@@ -53,10 +53,12 @@ def per_point_bars(comparison: dict, plan: dict, metric: str, ylabel: str, title
                    color=COLORS[arm])
             for _, r in df.iterrows():
                 ax.plot(points.index(r["point"]) + off, r[arm], "k.", ms=4)
+        effects = {int(r["point"]): r for r in comparison["rows"] if r["pair"] == "all"
+                   and r["instrument"] == "sweep" and r["metric"] == metric}
         for i, p in enumerate(points):
-            change = 100 * (means.loc[p, "candidate"] / means.loc[p, "control"] - 1)
             top = max(means.loc[p, "control"], means.loc[p, "candidate"])
-            ax.annotate(f"{change:+.1f}%", (i, top), ha="center", va="bottom", fontsize=8)
+            ax.annotate(effect_label(effects.get(p)), (i, top), ha="center", va="bottom",
+                        fontsize=7)
         ks = schedule_k(plan, points)["candidate"]
         for i in range(1, len(points)):
             if ks[i] != ks[i - 1]:
@@ -69,6 +71,16 @@ def per_point_bars(comparison: dict, plan: dict, metric: str, ylabel: str, title
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     save(fig, out)
+
+
+def effect_label(row: dict | None) -> str:
+    """The effect over boot pairs with its interval: a bar's height never stands alone."""
+    if row is None or row["delta_pct"] is None:
+        return ""
+    if not row["interval"]:
+        return f"{row['delta_pct']:+.1f}%\n(1 pair)"
+    lo, hi = row["interval"]
+    return f"{row['delta_pct']:+.1f}%\n[{lo:+.0f}, {hi:+.0f}]"
 
 
 def acceptance(table: list[dict], threshold: float, title: str, out: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from knee.inference import REQUESTS
 from knee.stats import decode_rate, e2e, point_summary, ttft
 
 
@@ -45,9 +46,10 @@ def requests_of(raw: dict, point) -> list[dict]:
 
 
 def bootstrap_delta_ci(control: list[dict], candidate: list[dict], metric: str,
-                       seed: int, n: int = 2000,
-                       centre: float | None = None) -> list[float] | None:
-    """95% CI of the delta %, resampling requests of each arm with replacement (seeded).
+                       seed: int, n: int = 2000, centre: float | None = None,
+                       confidence: float = 0.95) -> list[float] | None:
+    """Interval of the delta % inside one boot pair, resampling requests of each arm with
+    replacement (seeded). It leaves out boot-to-boot noise: it describes one pair only.
 
     With `centre` (the aggregate throughput delta, which is not a per-request statistic) the
     interval is the bootstrap spread of the per-request statistic's delta moved onto it."""
@@ -63,21 +65,28 @@ def bootstrap_delta_ci(control: list[dict], candidate: list[dict], metric: str,
     ma = stat(va[rng.integers(0, len(va), size=(n, len(va)))], axis=1)
     mb = stat(vb[rng.integers(0, len(vb), size=(n, len(vb)))], axis=1)
     deltas = 100.0 * (mb - ma) / ma
-    lo, hi = np.percentile(deltas[np.isfinite(deltas)], [2.5, 97.5])
+    tail = 50.0 * (1 - confidence)
+    lo, hi = np.percentile(deltas[np.isfinite(deltas)], [tail, 100.0 - tail])
     if centre is not None:
         own = 100.0 * (stat(vb) - stat(va)) / stat(va)
         lo, hi = lo - own + centre, hi - own + centre
     return [float(lo), float(hi)]
 
 
-def noise_label(delta: float | None, noise: float | None, ci: list[float] | None) -> str:
-    """Words for a delta next to its noise: printed wherever the delta is."""
+def noise_label(delta: float | None, noise: float | None, interval: dict) -> str:
+    """Words for a delta next to its interval, naming what the interval resampled."""
     if delta is None:
         return "no delta"
-    if ci is not None and ci[0] <= 0 <= ci[1]:
-        return "inside noise (95% CI spans zero)"
-    if noise is not None and abs(delta) <= noise:
-        return f"inside noise (±{noise:.1f}% measured)"
-    if noise is None and ci is None:
-        return "noise not measured"
-    return "outside noise"
+    ci, level = interval.get("interval"), interval.get("interval_level")
+    pct = f"{100 * interval.get('confidence', 0.95):g}%"
+    if level == REQUESTS:
+        if ci is None:
+            return "one boot pair; no interval"
+        where = "spans zero" if ci[0] <= 0 <= ci[1] else "excludes zero"
+        return f"one boot pair: {pct} interval over its requests {where} (boot noise not in it)"
+    if ci is None:
+        return "one boot pair: no interval over boots" + (
+            f" (noise ±{noise:.1f}% measured)" if noise is not None else "")
+    if ci[0] <= 0 <= ci[1]:
+        return f"inside noise: {pct} interval over boot pairs spans zero"
+    return f"{pct} interval over boot pairs excludes zero"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jinja2
 
-from knee.config import flatten
+from knee.config import NO_VARIABLE, flatten, order_name
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -35,14 +35,34 @@ def pctf(x) -> str:
 def headline(comparison: dict, bar: dict) -> str:
     if comparison["verdict"] != "VALID":
         return "comparison INVALID: the arms did not see the same requests"
-    gains = [r for r in comparison["rows"]
-             if r["instrument"] == "sweep" and r["metric"] == "throughput" and r["delta_pct"]]
+    verdict = f"bar {bar['verdict']}"
+    if bar["verdict"] == "INCONCLUSIVE":
+        needed = [r.get("pairs_needed") for r in bar["rules"] if r["verdict"] == "INCONCLUSIVE"]
+        verdict += (f" (about {max(needed)} pairs would resolve it)" if None not in needed
+                    else " (more pairs would not resolve every rule at these estimates)")
+    gains = [r for r in comparison["rows"] if r["instrument"] == "sweep" and r["pair"] == "all"
+             and r["metric"] == "throughput" and r["delta_pct"] is not None]
     if not gains:
-        return f"bar {bar['verdict']}"
+        return verdict
     best = max(gains, key=lambda r: abs(r["delta_pct"]))
     at = f"comparison/comparison.json#/rows/{comparison['rows'].index(best)}/delta_pct"
-    return (f"bar {bar['verdict']}; largest throughput change [{best['delta_pct']:+.1f}%]({at}) "
-            f"at C{best['point']} (pair {best['pair']}, {best.get('noise', 'noise not measured')})")
+    return (f"{verdict}; largest throughput change [{best['delta_pct']:+.1f}%]({at}) at "
+            f"C{best['point']} ({best['noise']})")
+
+
+def rule_caveat(r: dict) -> str | None:
+    """A rule that did not pass, in words, with what it would take to resolve it."""
+    if r["verdict"] == "PASS":
+        return None
+    if r["verdict"] == "INVALID":
+        return f"{r['rule']}: INVALID ({r.get('reason')})."
+    where = f"estimate {pctf(r['estimate'])}, interval {ci(r['interval'])}"
+    if r["verdict"] == "FAIL":
+        return f"{r['rule']}: FAIL ({where}; {r['test']} is ruled out)."
+    need = (f"about {r['pairs_needed']} pairs would resolve it at this estimate and spread"
+            if r.get("pairs_needed") else r.get("reason") or "more pairs would not resolve it "
+            "at this estimate (it sits on the threshold)")
+    return f"{r['rule']}: INCONCLUSIVE ({where}, {r['test']} neither shown nor ruled out; {need})."
 
 
 def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list[str]:
@@ -61,11 +81,17 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list
                        f"every pair ({', '.join(pctf(d) for d in c['delta_pct'])}), {where} the "
                        f"range of the control boots ({fmt(c['control_range'][0])}–"
                        f"{fmt(c['control_range'][1])}).")
-    for p in bar.get("pairs", []):
-        for r in p["rules"]:
-            if r["verdict"] == "FAIL":
-                out.append(f"Pair {p['pair']}: {r['rule']} failed ({r.get('test')}).")
+    out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
     return out
+
+
+def calibration(comparison: dict) -> dict:
+    """An A/A experiment's false positives: across-pairs rows whose interval excludes zero."""
+    rows = [r for r in comparison["rows"] if r["pair"] == "all" and r["interval"]]
+    hits = [r for r in rows if not r["interval"][0] <= 0 <= r["interval"][1]]
+    return {"rows": len(rows), "excluding_zero": len(hits),
+            "rate_pct": 100.0 * len(hits) / len(rows) if rows else None,
+            "confidence": rows[0]["confidence"] if rows else None}
 
 
 def shared_key(caches: dict[str, dict]) -> str | None:
@@ -97,7 +123,8 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         if rows:
             tables.append({"title": title, "rows": rows})
     values = {arm: flatten(plan["arms"][arm]).get(plan["variable"]) for arm in plan["arms"]}
-    order = ", ".join(s["id"] for s in plan["protocol"]["sessions"])
+    order = (f"{order_name(plan['protocol']['order'])}: "
+             + ", ".join(s["id"] for s in plan["protocol"]["sessions"]))
     return env.get_template("README.md.j2").render(
         plan=plan, comparison=comparison, bar=bar, boots=boots, tables=tables, order=order,
         acceptance=acceptance["windows"], variable_values=values,
@@ -106,6 +133,8 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         positions=positions,
         probes=[w for w in acceptance["windows"] if w.get("temperatures")],
         headline=headline(comparison, bar), caches=caches or {},
+        calibration=calibration(comparison) if plan["variable"] == NO_VARIABLE else None,
+        level=level,
         shared_key=shared_key(caches or {}))
 
 
@@ -116,9 +145,11 @@ def comparison_markdown(comparison: dict, bar: dict | None = None) -> str:
     if bar is not None:
         changed = " (**bar changed after measurement**)" if bar["bar_changed"] else ""
         lines += [f"Bar: **{bar['verdict']}**{changed}", ""]
-        lines += [f"- pair {p['pair']}: {p['verdict']} — " + "; ".join(
-            f"{r['rule']}: {r['verdict']} ({r.get('test') or r.get('reason')}, "
-            f"{r.get('noise', '')})" for r in p["rules"]) for p in bar["pairs"]]
+        lines += [f"- {r['rule']}: {r['verdict']} — " + (
+            f"estimate {pctf(r.get('estimate'))}, interval {ci(r.get('interval'))} "
+            f"({r['test']}), per pair "
+            + ", ".join(pctf(p["delta_pct"]) for p in r.get("per_pair", []))
+            if r["verdict"] != "INVALID" else r.get("reason", "")) for r in bar["rules"]]
         lines.append("")
     if comparison["mismatches"]:
         lines += ["| where | field | control | candidate | files |", "|---|---|---|---|---|"]
@@ -127,14 +158,20 @@ def comparison_markdown(comparison: dict, bar: dict | None = None) -> str:
                   for m in comparison["mismatches"]]
         lines += ["", "No delta is rendered for an invalid comparison."]
         return "\n".join(lines) + "\n"
-    lines += ["| instrument | point | metric | pair | control | candidate | delta | 95% CI | "
+    lines += ["| instrument | point | metric | pair | control | candidate | delta | interval | "
               "noise |", "|---|---|---|---|---:|---:|---:|---|---|"]
     lines += [f"| {r['instrument']} | {r['point']} | {r['metric']} | {r['pair']} | "
               f"{fmt(r['control'])} | {fmt(r['candidate'])} | {pctf(r['delta_pct'])} | "
-              f"{ci(r.get('ci95'))} | {r.get('noise', '')} |" for r in comparison["rows"]]
-    lines += ["", comparison.get("noise_method", "")]
+              f"{ci(r['interval'])} ({level(r)}) | {r['noise']} |" for r in comparison["rows"]]
+    lines += ["", comparison["interval_method"], "", comparison.get("noise_method", "")]
     return "\n".join(lines) + "\n"
 
 
 def ci(interval) -> str:
     return "–" if not interval else f"{interval[0]:+.1f}% … {interval[1]:+.1f}%"
+
+
+def level(r: dict) -> str:
+    """What an interval resampled, in a few words: over boot pairs or within one pair."""
+    where = "over boot pairs" if r["interval_level"] == "boot pairs" else "within the pair"
+    return f"{100 * r['confidence']:g}% {where}"

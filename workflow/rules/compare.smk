@@ -3,7 +3,7 @@ rule compare:
     input:
         plan=f"{R}/plan.json",
         raw=get_all_raw,
-        code=get_code("compare", "noise", "stats", "config"),
+        code=get_code("compare", "noise", "stats", "config", "inference"),
     output:
         json=f"{R}/comparison/comparison.json",
         md=f"{R}/comparison/comparison.md",
@@ -23,7 +23,7 @@ rule bar:
         plan=f"{R}/plan.json",
         comparison=rules.compare.output.json,
         boots=get_all_sessions("boot"),
-        code=get_code("bar"),
+        code=get_code("bar", "inference"),
     output:
         f"{R}/comparison/bar.json",
     log:
