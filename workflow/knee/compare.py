@@ -171,6 +171,27 @@ def fixture_classes(pairs: list[tuple[dict, dict]]) -> list[dict]:
     return out
 
 
+FOREIGN_BUSY = 0.10  # the load generator's CPUs busy with other work beyond this: flagged
+STEAL = 0.02  # the hypervisor took more than this share of a CPU: flagged
+
+
+def host_flags(sessions: dict[tuple[int, str], dict]) -> list[str]:
+    """Windows measured while the host did other work (from the facts in each raw file)."""
+    out = []
+    for (pair, arm), s in sorted(sessions.items()):
+        for inst, raw in s["raw"].items():
+            host = raw.get("host") or {}
+            foreign = host.get("client_cpus_foreign_busy")
+            steal = max((c["steal"] for c in host.get("cpus", {}).values()), default=0.0)
+            if foreign is not None and foreign > FOREIGN_BUSY:
+                out.append(f"{pair}-{arm}/{inst}: the load generator's CPUs were "
+                           f"{100 * foreign:.0f}% busy with other work during the window")
+            if steal > STEAL:
+                out.append(f"{pair}-{arm}/{inst}: the hypervisor stole {100 * steal:.1f}% of a "
+                           "CPU during the window")
+    return out
+
+
 def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
     """sessions[(pair, arm)] = {"boot": ..., "raw": {...}}. Returns the comparison payload."""
     checked, bad = [], []
@@ -196,4 +217,5 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
     return {"experiment": plan["name"], "verdict": "INVALID" if bad else "VALID",
             "variable": plan["variable"], "fields_checked": checked, "mismatches": bad,
             "rows": rows, "fixture_classes": classes, "depth_curves": curves,
-            "interval_method": inference.METHOD, "noise_method": NOISE_METHOD}
+            "interval_method": inference.METHOD, "noise_method": NOISE_METHOD,
+            "host_flags": host_flags(sessions)}

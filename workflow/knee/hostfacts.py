@@ -1,12 +1,17 @@
 """Host facts that explain noise, read from /proc around each instrument window.
 
 Per CPU: the share of the window it spent busy, stolen by the hypervisor (steal) and waiting
-on I/O; the load average before and after; the clock frequency where the kernel exposes it.
-Where /proc is not readable (not Linux) the window records that it could not tell.
+on I/O; the load average before and after; the clock frequency where the kernel exposes it;
+the CPU pressure (the share of the window in which some runnable task waited for a CPU); and
+how busy the load generator's CPUs were with work that was not the load generator's own (a
+test suite or a build beside a measurement shows up there). Where /proc is not readable (not
+Linux) the window records that it could not tell.
 """
 
 from __future__ import annotations
 
+import resource
+import time
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -35,17 +40,39 @@ def frequencies_mhz(sys_cpu: Path = SYS_CPU) -> dict[str, float]:
     return out
 
 
+def pressure_us(proc: Path = PROC) -> int | None:
+    """Total microseconds some runnable task waited for a CPU (PSI), if the kernel tells."""
+    try:
+        for line in (proc / "pressure" / "cpu").read_text().splitlines():
+            if line.startswith("some"):
+                return int(line.rsplit("total=", 1)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def snapshot(proc: Path = PROC, sys_cpu: Path = SYS_CPU) -> dict | None:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     try:
         load = (proc / "loadavg").read_text().split()
-        return {"cpu": cpu_times(proc), "load1": float(load[0]),
-                "mhz": frequencies_mhz(sys_cpu)}
+        return {"cpu": cpu_times(proc), "load1": float(load[0]), "mhz": frequencies_mhz(sys_cpu),
+                "pressure_us": pressure_us(proc), "t": time.monotonic(),
+                "self_cpu_s": usage.ru_utime + usage.ru_stime}
     except (OSError, ValueError, IndexError):
         return None
 
 
-def window(before: dict | None, after: dict | None) -> dict:
-    """What the host did between two snapshots: per CPU busy, steal and iowait shares."""
+def foreign_busy(cpus: dict, names: list[str], own_cpu_s: float, wall_s: float) -> float | None:
+    """The share of the load generator's CPUs busy with anything but the load generator."""
+    shares = [cpus[n]["busy"] for n in names if n in cpus]
+    if not shares or wall_s <= 0:
+        return None
+    return round(max(0.0, sum(shares) / len(shares) - own_cpu_s / (wall_s * len(shares))), 4)
+
+
+def window(before: dict | None, after: dict | None, client_cpus: list[int] | None = None) -> dict:
+    """What the host did between two snapshots: per CPU busy, steal and iowait shares, CPU
+    pressure, and the load generator's own CPU time against its CPUs' busy share."""
     if before is None or after is None:
         return {"readable": False}
     cpus = {}
@@ -60,5 +87,13 @@ def window(before: dict | None, after: dict | None) -> dict:
         cpus[name] = {"busy": round(1 - (d["idle"] + d["iowait"]) / total, 4),
                       "steal": round(d["steal"] / total, 4),
                       "iowait": round(d["iowait"] / total, 4)}
+    wall = after["t"] - before["t"]
+    own = after["self_cpu_s"] - before["self_cpu_s"]
+    pressure = None
+    if before["pressure_us"] is not None and after["pressure_us"] is not None and wall > 0:
+        pressure = round((after["pressure_us"] - before["pressure_us"]) / (wall * 1e6), 4)
+    names = [f"cpu{c}" for c in client_cpus or []]
     return {"readable": True, "cpus": cpus, "load1_before": before["load1"],
-            "load1_after": after["load1"], "mhz_after": after["mhz"]}
+            "load1_after": after["load1"], "mhz_after": after["mhz"], "wall_s": round(wall, 3),
+            "cpu_pressure": pressure, "client_cpu_s": round(own, 3),
+            "client_cpus_foreign_busy": foreign_busy(cpus, names, own, wall)}

@@ -81,6 +81,7 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list
                        f"every pair ({', '.join(pctf(d) for d in c['delta_pct'])}), {where} the "
                        f"range of the control boots ({fmt(c['control_range'][0])}–"
                        f"{fmt(c['control_range'][1])}).")
+    out += [f"{flag}." for flag in comparison.get("host_flags", [])]
     out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
     return out
 

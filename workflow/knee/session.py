@@ -121,7 +121,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
                                                  set(cache_before["keys"]))},
         })
         for name in instrument_names(plan):
-            measure(engine, plan, name, sid, staging / "raw" / sid, model)
+            measure(engine, plan, name, sid, staging / "raw" / sid, model, client_cpus)
         ok = True
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -176,7 +176,8 @@ def refuse_overwrite(root: Path, sid: str) -> None:
             f"name, or move {root} away.")
 
 
-def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict) -> None:
+def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict,
+            client_cpus: list[int] | None = None) -> None:
     """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
     # the depth instrument sends token ids, which only the completions endpoint takes
     api = "completions" if name == "depth" else plan["instruments"]["api"]
@@ -185,7 +186,7 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     before = endpoint.scrape(engine.base_url)
     host_before = hostfacts.snapshot()
     result = REGISTRY[name](engine, cfg, plan["instruments"]["seed"], model, timeout)
-    host = hostfacts.window(host_before, hostfacts.snapshot())
+    host = hostfacts.window(host_before, hostfacts.snapshot(), client_cpus)
     after = endpoint.scrape(engine.base_url)
     engine.check_alive(f"{name} window")
     jsonio.atomic_write_text(out / f"{name}.prom.before", before)
