@@ -33,6 +33,7 @@ else:
     include: "workflow/rules/engine.smk"
     include: "workflow/rules/image.smk"
     include: "workflow/rules/session.smk"
+    include: "workflow/rules/protocol.smk"
     include: "workflow/rules/metrics.smk"
     include: "workflow/rules/compare.smk"
     include: "workflow/rules/readme.smk"

@@ -46,3 +46,37 @@ def test_model_engine_or_server_drift_refuses_the_comparison(path):
     result = compare.compare(PLAN, sessions)
     assert result["verdict"] == "INVALID"
     assert any(m["field"].endswith(path[-1]) for m in result["mismatches"])
+
+
+def test_one_pair_is_inconclusive_everywhere_it_is_shown(tmp_path):
+    """One boot pair has no interval over boots: the bar says INCONCLUSIVE in bar.json, the
+    README title and table, and the exit code, never PASS or FAIL."""
+    import subprocess
+    import sys
+
+    from knee import readme
+    from knee.cli import EXIT_VERDICT
+    from knee.results import judge_bar
+
+    result = compare.compare(PLAN, SESSIONS)
+    boots = [s["boot"] for s in SESSIONS.values()]
+    bar = judge_bar(PLAN, result, boots)
+    assert bar["verdict"] == "INCONCLUSIVE"
+    assert {r["verdict"] for r in bar["rules"]} == {"INCONCLUSIVE"}
+    text = readme.render(PLAN, result, bar, boots, {"windows": []})
+    title = text.splitlines()[0]
+    assert "bar INCONCLUSIVE" in title and "PASS" not in title and "FAIL" not in title
+    assert "**Verdict of the pre-registered bar: INCONCLUSIVE**" in text
+    assert "| **PASS** |" not in text and "| **FAIL** |" not in text
+    assert EXIT_VERDICT["INCONCLUSIVE"] not in (EXIT_VERDICT["PASS"], EXIT_VERDICT["FAIL"])
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    jsonio.write(run / "comparison.json", "comparison", result)
+    r = subprocess.run([sys.executable, "-m", "knee", "bar", "--plan", str(run / "plan.json"),
+                        "--comparison", str(run / "comparison.json"), "--out",
+                        str(run / "bar.json"), "--exit-verdict"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == EXIT_VERDICT["INCONCLUSIVE"] == 11, r.stderr
+    assert jsonio.read(run / "bar.json", "bar")["verdict"] == "INCONCLUSIVE"

@@ -134,3 +134,16 @@ def test_removed_bar_pairs_key_is_refused_with_its_replacement(default_config):
     default_config["bar"]["pairs"] = "any"
     with pytest.raises(KneeError, match=r"bar.pairs.*alpha"):
         config.validate(default_config, "old.yaml")
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("pairs", {"min": 2}, "protocol.pairs: 'max' is a required property"),
+    ("order", "abba", "protocol.order: 'abba' is not one of ['counterbalanced', 'randomized']"),
+    ("order", ["control", "x"], "protocol.order[1]: 'x' is not one of ['control', 'candidate']"),
+])
+def test_a_value_of_several_forms_is_explained_by_the_form_it_has(default_config, key, value,
+                                                                   message):
+    default_config["protocol"][key] = value
+    with pytest.raises(KneeError) as e:
+        config.validate(default_config, "c.yaml")
+    assert f"c.yaml: {message}" in str(e.value)

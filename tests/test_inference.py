@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from knee import bar, inference
+from knee import bar, inference, stopping
 
 # Between-boot spread like the embedded engine's (the published run's control boots differ by
 # about 17 % at every concurrency: a log-scale SD near 0.12); request noise inside a boot of
@@ -115,3 +115,44 @@ def test_mde_matches_the_power_it_claims():
     effect = 100.0 * math.expm1(math.log1p(GAIN["min_gain_pct"] / 100.0) + math.log1p(mde / 100))
     power = rate(rng, trials, n, effect, GAIN, "PASS", BOOT_SD)
     assert 0.7 <= power <= 0.9
+
+
+def sequential(rng, effect, rule, pairs_cfg, boot_sd=BOOT_SD, looks=None):
+    """One run that stops by precision: add pairs, look after each from min on."""
+    lo, hi = stopping.bounds(pairs_cfg)
+    looks = stopping.looks(pairs_cfg) if looks is None else looks
+    pairs = figures(rng, hi, effect, boot_sd)
+    for n in range(lo, hi + 1):
+        comp = {"experiment": "sim", "verdict": "VALID", "rows": rows(pairs[:n])}
+        judged = bar.judge(comp, {"alpha": 0.05, "rules": [rule]}, n, "h", {"h"}, looks=looks)
+        if stopping.decision(judged, n, pairs_cfg)["stop"]:
+            return judged["verdict"], n
+    raise AssertionError("the run did not stop at max")
+
+
+def test_stopping_by_precision_keeps_false_verdicts_at_alpha():
+    """At the threshold every PASS or FAIL is false; spending alpha over the looks keeps each
+    at alpha or below over the whole run, wherever it stopped."""
+    cfg = {"min": 2, "max": 6}
+    rng = np.random.default_rng(21)
+    trials = 2000
+    runs = [sequential(rng, 15.0, GAIN, cfg) for _ in range(trials)]
+    for wanted in ("PASS", "FAIL"):
+        assert sum(v == wanted for v, _ in runs) / trials <= at_most(0.05, trials)
+    assert {n for _, n in runs} >= {2, 6}  # it does stop early, and it does run to max
+
+
+def test_stopping_without_spending_alpha_inflates_false_verdicts():
+    """The same looks at the full alpha each: the false PASS rate exceeds alpha."""
+    cfg = {"min": 2, "max": 6}
+    rng = np.random.default_rng(22)
+    trials = 2000
+    runs = [sequential(rng, 15.0, GAIN, cfg, looks=1) for _ in range(trials)]
+    assert sum(v == "PASS" for v, _ in runs) / trials > at_most(0.05, trials)
+
+
+def test_stopping_by_precision_stops_early_on_a_large_effect():
+    rng = np.random.default_rng(23)
+    runs = [sequential(rng, -30.0, GAIN, {"min": 2, "max": 6}) for _ in range(200)]
+    assert sum(v == "FAIL" for v, _ in runs) / 200 > 0.9
+    assert np.median([n for _, n in runs]) < 6

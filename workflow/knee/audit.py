@@ -12,10 +12,20 @@ from pathlib import Path
 
 from knee import compare, jsonio, prom, readme
 from knee.jsonio import KneeError
-from knee.results import instrument_names, judge_bar, load_caches, load_sessions, window_metrics
+from knee.results import (
+    decide,
+    instrument_names,
+    judge_bar,
+    load_caches,
+    load_sessions,
+    realized_pairs,
+    realized_path,
+    realized_sessions,
+    window_metrics,
+)
 
 MANIFEST = "MANIFEST.sha256"
-LISTED = ("plan.json", "README.md", "receipts", "raw", "comparison", "figures")
+LISTED = ("plan.json", "README.md", "receipts", "raw", "protocol", "comparison", "figures")
 
 
 def sha256_file(path: Path) -> str:
@@ -82,7 +92,7 @@ def audit(root: Path) -> list[str]:
     plan = jsonio.read(root / "plan.json", "plan")
     problems = check_manifest(root)
     loaded = load_sessions(plan, root)
-    order = [(s["id"], loaded[(s["pair"], s["arm"])]) for s in plan["protocol"]["sessions"]]
+    order = [(s["id"], loaded[(s["pair"], s["arm"])]) for s in realized_sessions(plan, root)]
     boots = [session["boot"] for _, session in order]
     for sid, session in order:
         boot = session["boot"]
@@ -94,6 +104,7 @@ def audit(root: Path) -> list[str]:
             problems.append(f"receipts/{sid}-boot.json: image_digest {boot.get('image_digest')}"
                             f" != plan.json runtime.image.digest {digest}")
     problems += check_order(root, plan, boots)
+    problems += check_looks(root, plan)
     threshold = plan["analysis"]["knee_threshold"]
     windows, sources = [], []
     for sid, session in order:
@@ -137,7 +148,7 @@ def audit(root: Path) -> list[str]:
 def check_order(root: Path, plan: dict, boots: list[dict]) -> list[str]:
     """The sessions ran in the planned order: each boot started after the previous stop."""
     problems = []
-    for s, boot in zip(plan["protocol"]["sessions"], boots, strict=True):
+    for s, boot in zip(realized_sessions(plan, root), boots, strict=True):
         if s["after"] is None:
             continue
         stop = jsonio.read(root / "receipts" / f"{s['after']}-stop.json", "stop")
@@ -145,6 +156,21 @@ def check_order(root: Path, plan: dict, boots: list[dict]) -> list[str]:
             problems.append(f"receipts/{s['id']}-boot.json: started_at {boot['started_at']} is "
                             f"before {s['after']} stopped ({stop['stopped_at']}): the sessions "
                             "did not run in the planned order")
+    return problems
+
+
+def check_looks(root: Path, plan: dict) -> list[str]:
+    """Stopping by precision: every look recomputed from the raw files it saw."""
+    path = realized_path(root)
+    if not path.exists():
+        return []
+    problems = []
+    for d in jsonio.read(path, "realized")["decisions"]:
+        look = root / "protocol" / f"after-pair-{d['pairs']}.json"
+        stored = jsonio.read(look, "decision")
+        fresh = decide(plan, root, d["pairs"])
+        problems += [f"protocol/{look.name}#{p}: differs from the recomputation"
+                     for p in diff({k: stored.get(k) for k in fresh}, fresh)]
     return problems
 
 
@@ -192,7 +218,8 @@ def provenance(root: Path, plan: dict, target: str, doc: dict, pointer: str) -> 
         row = {**rule, "pair": pair}
     lines = []
     if row is not None:
-        pairs = [row["pair"]] if row["pair"] != "all" else range(1, plan["protocol"]["pairs"] + 1)
+        pairs = [row["pair"]] if row["pair"] != "all" else range(
+            1, realized_pairs(plan, root) + 1)
         for pair in pairs:
             for arm in ("control", "candidate"):
                 sid = f"{pair}-{arm}"

@@ -60,13 +60,16 @@ def overall(verdicts: list[str]) -> str:
 
 
 def judge(comparison: dict, bar: dict, pairs: int, bar_sha256: str,
-          measured_bar_sha256: set[str]) -> dict:
+          measured_bar_sha256: set[str], looks: int = 1) -> dict:
+    """The bar over `pairs` pairs; with `looks` > 1 (stopping by precision) every rule decides
+    at alpha / looks (knee.stopping)."""
     changed = any(h != bar_sha256 for h in measured_bar_sha256)
+    alpha = bar["alpha"] / looks
     base = {"experiment": comparison["experiment"], "bar": bar, "bar_sha256": bar_sha256,
-            "bar_changed": changed, "alpha": bar["alpha"], "pairs": pairs,
-            "method": inference.VERDICT_METHOD}
+            "bar_changed": changed, "alpha": bar["alpha"], "looks": looks,
+            "alpha_per_look": alpha, "pairs": pairs, "method": inference.VERDICT_METHOD}
     if comparison["verdict"] != "VALID":
         return {**base, "verdict": "INVALID", "rules": [],
                 "reason": "the comparison failed validation: no delta is judged"}
-    rules = [judge_rule(comparison["rows"], pairs, r, bar["alpha"]) for r in bar["rules"]]
+    rules = [judge_rule(comparison["rows"], pairs, r, alpha) for r in bar["rules"]]
     return {**base, "verdict": overall([r["verdict"] for r in rules]), "rules": rules}

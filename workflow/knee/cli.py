@@ -155,6 +155,27 @@ def cmd_bar(a) -> int:
     return EXIT_VERDICT[bar["verdict"]] if a.exit_verdict else 0
 
 
+def cmd_decide(a) -> int:
+    """Stopping by precision: after pair N, one more pair or stop (a protocol receipt)."""
+    from knee import results
+
+    plan = jsonio.read(a.plan, "plan")
+    d = jsonio.write(a.out, "decision", results.decide(plan, a.plan.parent, a.pairs))
+    print(f"after pair {a.pairs}: {'stop' if d['stop'] else 'one more pair'} ({d['reason']})",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_realized(a) -> int:
+    """The realized protocol: how many pairs ran and every look's decision."""
+    from knee import results
+
+    plan = jsonio.read(a.plan, "plan")
+    jsonio.write(a.out, "realized", results.realized(
+        plan, [jsonio.read(p, "decision") for p in a.decisions]))
+    return 0
+
+
 def cmd_figures(a) -> int:
     from knee import figures
 
@@ -218,6 +239,10 @@ def parser() -> argparse.ArgumentParser:
     add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--out", req),
         ("--exit-verdict", {"action": "store_true", "help":
                             "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID"}))
+    add("decide", cmd_decide, ("--plan", req), ("--pairs", {"type": int, "required": True}),
+        ("--out", req))
+    add("realized", cmd_realized, ("--plan", req), ("--out", req),
+        ("decisions", {"type": P, "nargs": "*"}))
     add("figures", cmd_figures, ("--plan", req), ("--comparison", req), ("--acceptance", req),
         ("--out-dir", req))
     add("readme", cmd_readme, ("--plan", req), ("--comparison", req), ("--bar", req),

@@ -11,6 +11,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from knee import stopping
 from knee.jsonio import KneeError, check, load_schema
 
 ARMS = ("control", "candidate")
@@ -225,7 +226,10 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
     check_bar(config, config_path)
     check_depths(config, arms, config_path)
     protocol = config["protocol"]
-    planned = sessions(pair_orders(protocol["pairs"], protocol["order"], protocol["seed"]))
+    lo, hi = stopping.bounds(protocol["pairs"])
+    if lo > hi:
+        raise KneeError(f"{config_path}: protocol.pairs: min {lo} is more than max {hi}")
+    planned = sessions(pair_orders(hi, protocol["order"], protocol["seed"]))
     plan = {
         "name": config["name"],
         "question": config.get("question", ""),
@@ -239,15 +243,20 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
         "instruments": config["instruments"],
         "analysis": config["analysis"],
         "bar": config["bar"],
-        "bar_sha256": bar_sha256(config["bar"], planned),
+        "bar_sha256": bar_sha256(config["bar"], planned, protocol["pairs"]),
     }
+    if isinstance(protocol["pairs"], dict):
+        plan["protocol"]["stopping"] = stopping.RULE
     return plan
 
 
-def bar_sha256(bar: dict, planned: list[dict]) -> str:
-    """What is registered before the first boot: the bar (its rules and alpha) and the
-    realized session order."""
-    return sha256_of({"bar": bar, "order": [s["id"] for s in planned]})
+def bar_sha256(bar: dict, planned: list[dict], pairs: int | dict | None = None) -> str:
+    """What is registered before the first boot: the bar (its rules and alpha), the realized
+    session order and, when the run stops by precision, the stopping rule."""
+    registered = {"bar": bar, "order": [s["id"] for s in planned]}
+    if isinstance(pairs, dict):
+        registered["stopping"] = {**pairs, "rule": stopping.RULE}
+    return sha256_of(registered)
 
 
 def model_args(config: dict) -> str:
@@ -271,11 +280,13 @@ def describe(plan: dict) -> str:
     change = (f"  variable {plan['variable']}: control={values['control']!r} "
               f"candidate={values['candidate']!r}" if plan["variable"] != NO_VARIABLE else
               "  variable none: an A/A experiment, both arms identical")
+    lo, hi = stopping.bounds(plan["protocol"]["pairs"])
+    pairs = f"{hi} pairs" if lo == hi else f"{lo} to {hi} pairs, stopping by precision"
     lines = [
         f"knee plan: experiment {plan['name']} ({plan['runtime']['kind']} runtime, "
         f"model {plan['model']['name']})",
         change,
-        f"  sessions ({order_name(plan['protocol']['order'])} order): "
+        f"  sessions ({pairs}, {order_name(plan['protocol']['order'])} order): "
         + " -> ".join(s["id"] for s in plan["protocol"]["sessions"]),
         f"  sweep: concurrency {sweep['concurrency']} x {sweep['runs']} runs"
         + (f"; fixture: {fixture['classes']} x {fixture['requests']}" if fixture else ""),

@@ -44,11 +44,22 @@ def where(error: jsonschema.ValidationError) -> str:
     return parts or "(top level)"
 
 
+def explain(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For a value that fits none of several forms (oneOf), the reason from the form whose
+    type it has: `pairs: 0 is less than the minimum of 1`, not `not valid under any`."""
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        typed = [c for c in error.context if c.validator != "type"]
+        if typed:
+            return explain(max(typed, key=lambda c: len(c.absolute_path)))
+    return error
+
+
 def check(kind: str, data: Any, source: str) -> None:
     """Validate data against a schema; raise KneeError naming source, key path and reason."""
     schema = load_schema(kind)
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = sorted(map(explain, validator.iter_errors(data)),
+                    key=lambda e: list(e.absolute_path))
     if errors:
         lines = [f"{source}: {where(e)}: {e.message}" for e in errors[:20]]
         raise KneeError("invalid " + kind + ":\n  " + "\n  ".join(lines))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import jinja2
 
+from knee import stopping
 from knee.config import NO_VARIABLE, flatten, order_name
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -86,6 +87,15 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list
     return out
 
 
+def protocol_words(plan: dict, bar: dict) -> str:
+    lo, hi = stopping.bounds(plan["protocol"]["pairs"])
+    if lo == hi:
+        return f"{hi} pairs"
+    return (f"{lo} to {hi} pairs, stopping by precision ({stopping.RULE}): "
+            f"{bar.get('pairs')} pairs ran, every look in [protocol/realized.json]"
+            "(protocol/realized.json)")
+
+
 def calibration(comparison: dict) -> dict:
     """An A/A experiment's false positives: across-pairs rows whose interval excludes zero."""
     rows = [r for r in comparison["rows"] if r["pair"] == "all" and r["interval"]]
@@ -135,6 +145,7 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         probes=[w for w in acceptance["windows"] if w.get("temperatures")],
         headline=headline(comparison, bar), caches=caches or {},
         calibration=calibration(comparison) if plan["variable"] == NO_VARIABLE else None,
+        protocol_words=protocol_words(plan, bar),
         level=level,
         shared_key=shared_key(caches or {}))
 

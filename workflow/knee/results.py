@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from knee import jsonio
+from knee import jsonio, stopping
 
 INSTRUMENTS = ("sweep", "fixture", "depth", "probe")  # in the order a session runs them
 FIGURES = ("throughput", "ttft", "acceptance", "fixture", "depth")
@@ -20,20 +20,40 @@ def boot_path(root: Path, sid: str) -> Path:
 
 def load_boots(plan: dict, root: Path) -> list[dict]:
     """Every session's boot receipt, in protocol order."""
-    return [jsonio.read(boot_path(root, s["id"]), "boot") for s in plan["protocol"]["sessions"]]
+    return [jsonio.read(boot_path(root, s["id"]), "boot") for s in realized_sessions(plan, root)]
 
 
 def load_caches(plan: dict, root: Path) -> dict[str, dict]:
     """Every session's compile-cache receipt that exists, by session id."""
     paths = {s["id"]: Path(root) / "receipts" / f"{s['id']}-cache.json"
-             for s in plan["protocol"]["sessions"]}
+             for s in realized_sessions(plan, root)}
     return {sid: jsonio.read(p, "cache") for sid, p in paths.items() if p.exists()}
 
 
-def load_sessions(plan: dict, root: Path) -> dict:
-    """sessions[(pair, arm)] = {"boot", "raw": {instrument: raw}, "files": {kind: path}}."""
+def realized_path(root: Path) -> Path:
+    return Path(root) / "protocol" / "realized.json"
+
+
+def realized_pairs(plan: dict, root: Path) -> int:
+    """How many pairs ran: the plan's number, or (stopping by precision) the realized receipt."""
+    lo, hi = stopping.bounds(plan["protocol"]["pairs"])
+    if lo == hi:
+        return hi
+    return jsonio.read(realized_path(root), "realized")["pairs"]
+
+
+def realized_sessions(plan: dict, root: Path) -> list[dict]:
+    """The planned sessions that belong to pairs that ran, in protocol order."""
+    n = realized_pairs(plan, root)
+    return [s for s in plan["protocol"]["sessions"] if s["pair"] <= n]
+
+
+def load_sessions(plan: dict, root: Path, pairs: int | None = None) -> dict:
+    """sessions[(pair, arm)] = {"boot", "raw": {instrument: raw}, "files": {kind: path}}, for
+    the pairs that ran (or the first `pairs`)."""
     out = {}
-    for s in plan["protocol"]["sessions"]:
+    n = realized_pairs(plan, root) if pairs is None else pairs
+    for s in [s for s in plan["protocol"]["sessions"] if s["pair"] <= n]:
         files = {n: Path(root) / "raw" / s["id"] / f"{n}.json" for n in instrument_names(plan)}
         files["boot"] = boot_path(root, s["id"])
         out[(s["pair"], s["arm"])] = {
@@ -45,11 +65,14 @@ def load_sessions(plan: dict, root: Path) -> dict:
 
 
 def judge_bar(plan: dict, comparison: dict, boots: list[dict]) -> dict:
-    """The bar's verdict; the bar hashes recorded at boot tell whether it changed since."""
+    """The bar's verdict over the pairs that ran, each rule at the bar's alpha spent over the
+    protocol's looks; the bar hashes recorded at boot tell whether it changed since."""
     from knee import bar
 
-    return bar.judge(comparison, plan["bar"], plan["protocol"]["pairs"], plan["bar_sha256"],
-                     {b["bar_sha256"] for b in boots})
+    pairs = len({b["pair"] for b in boots})
+    return bar.judge(comparison, plan["bar"], pairs, plan["bar_sha256"],
+                     {b["bar_sha256"] for b in boots}, looks=stopping.looks(
+                         plan["protocol"]["pairs"]))
 
 
 def window_metrics(raw: dict, boot: dict, before: Path, after: Path,
@@ -61,3 +84,24 @@ def window_metrics(raw: dict, boot: dict, before: Path, after: Path,
         raw, Path(before).read_text(), Path(after).read_text(),
         speculation=bool(boot["server"].get("speculative_config")),
         knee_threshold=knee_threshold, files=f"{before}, {after}")
+
+
+def decide(plan: dict, root: Path, n: int) -> dict:
+    """One look of a run that stops by precision: the comparison and bar of pairs 1..n."""
+    from knee import compare
+
+    sessions = load_sessions(plan, root, pairs=n)
+    comparison = compare.compare(plan, sessions)
+    bar = judge_bar(plan, comparison, [s["boot"] for s in sessions.values()])
+    return {"experiment": plan["name"], **stopping.decision(bar, n, plan["protocol"]["pairs"])}
+
+
+def realized(plan: dict, decisions: list[dict]) -> dict:
+    """The realized protocol from the looks made: where the first look said stop, or max."""
+    lo, hi = stopping.bounds(plan["protocol"]["pairs"])
+    looks = sorted(decisions, key=lambda d: d["pairs"])
+    pairs = next((d["pairs"] for d in looks if d["stop"]), hi)
+    keep = ("pairs", "stop", "reason", "verdict", "rules")
+    return {"experiment": plan["name"], "pairs": pairs, "rule": stopping.RULE,
+            "sessions": [s["id"] for s in plan["protocol"]["sessions"] if s["pair"] <= pairs],
+            "decisions": [{k: d[k] for k in keep} for d in looks if d["pairs"] <= pairs]}

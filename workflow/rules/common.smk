@@ -3,6 +3,7 @@ import os
 import sys
 
 from knee import config as knee_config
+from knee import stopping as knee_stopping
 from knee.jsonio import KneeError
 from knee.results import FIGURES, instrument_names
 from snakemake.logging import logger
@@ -56,6 +57,7 @@ MODEL = PLAN["model"]
 
 wildcard_constraints:
     sid="|".join(SESSIONS),
+    n=r"\d+",
     instrument="|".join(INSTRUMENTS),
 
 
@@ -132,18 +134,57 @@ def session_outputs(sid):
     return out
 
 
+PAIRS_MIN, PAIRS_MAX = knee_stopping.bounds(PLAN["protocol"]["pairs"])
+
+
+def realized_pairs():
+    """How many pairs run: the plan's number or, stopping by precision, what the decide
+    checkpoints say (the DAG grows pair by pair; a rerun reads the decisions made)."""
+    for n in range(PAIRS_MIN, PAIRS_MAX):
+        with open(checkpoints.decide.get(n=n).output[0]) as f:
+            if json.load(f)["stop"]:
+                return n
+    return PAIRS_MAX
+
+
+def realized_ids(upto=None):
+    """The sessions of the pairs that run (or of the first `upto` pairs), in protocol order."""
+    n = realized_pairs() if upto is None else upto
+    return [sid for sid, s in SESSIONS.items() if s["pair"] <= n]
+
+
 def get_all_sessions(kind):
-    return [session_outputs(sid)[kind] for sid in SESSIONS]
+    return lambda wildcards: [session_outputs(sid)[kind] for sid in realized_ids()]
 
 
 def get_all_metrics(wildcards):
-    return [f"{R}/raw/{sid}/{name}.metrics.json" for sid in SESSIONS for name in INSTRUMENTS]
+    return [f"{R}/raw/{sid}/{name}.metrics.json" for sid in realized_ids() for name in INSTRUMENTS]
 
 
-def get_all_raw(wildcards):
+def session_files(ids):
     return [
         path
-        for sid in SESSIONS
+        for sid in ids
         for key, path in session_outputs(sid).items()
         if key not in ("stop", "cache")
     ]
+
+
+def get_all_raw(wildcards):
+    return session_files(realized_ids())
+
+
+def get_pairs_raw(wildcards):
+    """What a look after pair n reads: every session of pairs 1..n."""
+    return session_files(realized_ids(int(wildcards.n)))
+
+
+def get_decisions(wildcards):
+    """The looks made before the run stopped (none when the number of pairs is fixed)."""
+    last = min(realized_pairs(), PAIRS_MAX - 1)
+    return [f"{R}/protocol/after-pair-{n}.json" for n in range(PAIRS_MIN, last + 1)]
+
+
+def get_realized(wildcards):
+    """The realized protocol receipt, where the run stops by precision."""
+    return [] if PAIRS_MIN == PAIRS_MAX else [f"{R}/protocol/realized.json"]

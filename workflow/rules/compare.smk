@@ -2,8 +2,9 @@ rule compare:
     """Validate that both arms saw the same requests, then compute deltas."""
     input:
         plan=f"{R}/plan.json",
+        realized=get_realized,
         raw=get_all_raw,
-        code=get_code("compare", "noise", "stats", "config", "inference"),
+        code=get_code("compare", "noise", "stats", "config", "inference", "results", "bar"),
     output:
         json=f"{R}/comparison/comparison.json",
         md=f"{R}/comparison/comparison.md",
@@ -22,8 +23,9 @@ rule bar:
     input:
         plan=f"{R}/plan.json",
         comparison=rules.compare.output.json,
+        realized=get_realized,
         boots=get_all_sessions("boot"),
-        code=get_code("bar", "inference"),
+        code=get_code("bar", "inference", "stopping", "results"),
     output:
         f"{R}/comparison/bar.json",
     log:

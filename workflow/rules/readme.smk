@@ -43,6 +43,7 @@ rule readme:
         bar=rules.bar.output,
         acceptance=rules.acceptance.output,
         figures=rules.figures_render.output,
+        realized=get_realized,
         boots=get_all_sessions("boot"),
         template="workflow/knee/templates/README.md.j2",
         code=get_code("readme"),

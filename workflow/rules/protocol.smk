@@ -1,0 +1,32 @@
+checkpoint decide:
+    """Stopping by precision: after pair n, the comparison and bar of pairs 1..n decide one more
+    pair or stop (knee.stopping). A receipt: made once, never recomputed by a rerun."""
+    input:
+        plan=ancient(f"{R}/plan.json"),
+        raw=ancient(get_pairs_raw),
+    output:
+        protected(f"{R}/protocol/after-pair-{{n}}.json"),
+    log:
+        f"{R}/logs/protocol/after-pair-{{n}}.log",
+    localrule: True
+    conda:
+        "../../envs/workflow.yaml"
+    shell:
+        "knee decide --plan {input.plan} --pairs {wildcards.n} --out {output} > {log} 2>&1"
+
+
+rule realized:
+    """The realized protocol: how many pairs ran, the sessions, every look's decision."""
+    input:
+        plan=ancient(f"{R}/plan.json"),
+        decisions=get_decisions,
+        stops=get_all_sessions("stop"),
+    output:
+        f"{R}/protocol/realized.json",
+    log:
+        f"{R}/logs/protocol/realized.log",
+    localrule: True
+    conda:
+        "../../envs/workflow.yaml"
+    shell:
+        "knee realized --plan {input.plan} --out {output} {input.decisions} > {log} 2>&1"
