@@ -1,4 +1,4 @@
-from knee import compare, noise
+from knee import compare, inference, noise
 
 
 def rec(span, tokens=11):
@@ -27,10 +27,10 @@ def test_run_spread_per_point():
 def test_bootstrap_ci_is_seeded_and_brackets_a_clear_shift():
     a = [rec(1.0 + i / 100) for i in range(20)]  # ~10 tok/s
     b = [rec(0.5 + i / 200) for i in range(20)]  # ~20 tok/s: +100%
-    ci = noise.bootstrap_delta_ci(a, b, "decode_rate_p50", seed=1)
-    assert ci == noise.bootstrap_delta_ci(a, b, "decode_rate_p50", seed=1)
+    ci = inference.within_pair_interval(a, b, "decode_rate_p50", seed=1)
+    assert ci == inference.within_pair_interval(a, b, "decode_rate_p50", seed=1)
     assert 80 < ci[0] < ci[1] < 120
-    assert noise.bootstrap_delta_ci(a, b, "e2e_p50", seed=1) is None
+    assert inference.within_pair_interval(a, b, "e2e_p50", seed=1) is None
 
 
 def test_noise_labels_name_what_the_interval_resampled():
@@ -63,5 +63,5 @@ def test_fixture_class_with_consistent_sign_is_flagged_like_the_seed():
 def test_throughput_ci_comes_from_per_request_rates():
     a = [rec(1.0 + i / 100) for i in range(20)]
     b = [rec(0.25 + i / 400) for i in range(20)]  # 0.75 s send-to-done against 1.5 s: +100%
-    lo, hi = noise.bootstrap_delta_ci(a, b, "throughput", seed=3)
+    lo, hi = inference.within_pair_interval(a, b, "throughput", seed=3)
     assert 80 < lo < hi < 130

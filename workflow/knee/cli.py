@@ -2,8 +2,9 @@
 
 Exit codes: 0 success; 1 a failure with a message (bad input, engine died, ...);
 3 the comparison is INVALID (the arms did not see the same requests); 4 the audit found
-disagreements; 130 interrupted. `knee bar --exit-verdict` exits with the bar's verdict:
-0 PASS, 10 FAIL, 11 INCONCLUSIVE (cannot tell yet: more pairs), 3 INVALID.
+disagreements; 130 interrupted. `knee bar --exit-verdict` and `knee compare --exit-verdict`
+exit with the bar's verdict: 0 PASS, 10 FAIL, 11 INCONCLUSIVE (cannot tell yet: more pairs),
+3 INVALID.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def cmd_compare(a) -> int:
         print("comparison INVALID: the arms did not see the same requests; no delta rendered",
               file=sys.stderr)
         return 0 if a.record_invalid else EXIT_INVALID
-    return 0
+    return EXIT_VERDICT[bar["verdict"]] if a.exit_verdict else 0
 
 
 def cmd_audit(a) -> int:
@@ -235,7 +236,9 @@ def parser() -> argparse.ArgumentParser:
     add("acceptance", cmd_acceptance, ("--out", req), ("metrics", {"type": P, "nargs": "+"}))
     add("compare", cmd_compare, ("--plan", req), ("--out-json", req),
         ("--out-md", req), ("--record-invalid", {"action": "store_true", "help":
-                            "exit 0 for an INVALID comparison (the workflow: the README says so)"}))
+                            "exit 0 for an INVALID comparison (the workflow: the README says so)"}),
+        ("--exit-verdict", {"action": "store_true", "help":
+                            "exit with the bar's verdict: 0 PASS, 10 FAIL, 11 INCONCLUSIVE"}))
     add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--out", req),
         ("--exit-verdict", {"action": "store_true", "help":
                             "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID"}))

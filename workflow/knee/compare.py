@@ -94,7 +94,7 @@ def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict, seed: 
                     continue
                 spreads = [spread[m][0].get(point), spread[m][1].get(point),
                            drift.get((inst, point, m))]
-                interval = noise.bootstrap_delta_ci(
+                interval = inference.within_pair_interval(
                     noise.requests_of(ra, point), noise.requests_of(rb, point), m, seed,
                     centre=delta_pct(a, b) if m == "throughput" else None,
                     confidence=confidence)

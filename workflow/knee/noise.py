@@ -1,4 +1,5 @@
-"""Noise, measured not assumed: run-to-run spread, control drift across boots, bootstrap CIs.
+"""Noise, measured not assumed: run-to-run spread, control drift across boots, and the words
+printed beside a delta. Intervals are computed by knee.inference.
 
 Pure functions over raw instrument payloads (as read from raw/P-ARM/<instrument>.json).
 """
@@ -43,34 +44,6 @@ def run_spread(raw: dict, metric: str) -> dict:
 def requests_of(raw: dict, point) -> list[dict]:
     return [r for p in raw["points"] if point in ("all", p["point"])
             for r in p["records"] if not r["warmup"] and not r.get("error")]
-
-
-def bootstrap_delta_ci(control: list[dict], candidate: list[dict], metric: str,
-                       seed: int, n: int = 2000, centre: float | None = None,
-                       confidence: float = 0.95) -> list[float] | None:
-    """Interval of the delta % inside one boot pair, resampling requests of each arm with
-    replacement (seeded). It leaves out boot-to-boot noise: it describes one pair only.
-
-    With `centre` (the aggregate throughput delta, which is not a per-request statistic) the
-    interval is the bootstrap spread of the per-request statistic's delta moved onto it."""
-    if metric not in PER_REQUEST:
-        return None
-    fn, stat = PER_REQUEST[metric]
-    a = [v for v in map(fn, control) if v is not None]
-    b = [v for v in map(fn, candidate) if v is not None]
-    if len(a) < 2 or len(b) < 2:
-        return None
-    rng = np.random.default_rng(seed)
-    va, vb = np.asarray(a), np.asarray(b)
-    ma = stat(va[rng.integers(0, len(va), size=(n, len(va)))], axis=1)
-    mb = stat(vb[rng.integers(0, len(vb), size=(n, len(vb)))], axis=1)
-    deltas = 100.0 * (mb - ma) / ma
-    tail = 50.0 * (1 - confidence)
-    lo, hi = np.percentile(deltas[np.isfinite(deltas)], [tail, 100.0 - tail])
-    if centre is not None:
-        own = 100.0 * (stat(vb) - stat(va)) / stat(va)
-        lo, hi = lo - own + centre, hi - own + centre
-    return [float(lo), float(hi)]
 
 
 def noise_label(delta: float | None, noise: float | None, interval: dict) -> str:
