@@ -54,8 +54,10 @@ def host_line(raw: dict) -> str:
     pressure = host.get("cpu_pressure")
     foreign = host.get("client_cpus_foreign_busy")
     steal = max((c["steal"] for c in host.get("cpus", {}).values()), default=0.0)
+    speed = "/".join(f"{v:.0f}" for v in (host.get("cpu_speed_before") or {}).values())
     return (f"pressure {pressure if pressure is not None else float('nan'):.2f}, foreign "
-            f"{foreign if foreign is not None else float('nan'):.2f}, steal {steal:.3f}")
+            f"{foreign if foreign is not None else float('nan'):.2f}, steal {steal:.3f}"
+            + (f", CPU speed {speed} M additions/s" if speed else ""))
 
 
 def report(root: Path, rules: list[dict]) -> float | None:

@@ -47,3 +47,13 @@ def test_busy_host_windows_are_flagged_in_the_comparison():
     assert flags == ["1-candidate/sweep: the hypervisor stole 5.0% of a CPU during the window",
                      "1-control/sweep: the load generator's CPUs were 95% busy with other work "
                      "during the window"]
+
+
+def test_cpu_speed_is_measured_per_cpu_and_leaves_the_affinity_as_it_was():
+    import os
+
+    home = os.sched_getaffinity(0)
+    speed = hostfacts.cpu_speed(sorted(home))
+    assert set(speed) == {f"cpu{c}" for c in home} and all(v > 0 for v in speed.values())
+    assert os.sched_getaffinity(0) == home
+    assert hostfacts.cpu_speed(None) == {}

@@ -4,15 +4,20 @@ Per CPU: the share of the window it spent busy, stolen by the hypervisor (steal)
 on I/O; the load average before and after; the clock frequency where the kernel exposes it;
 the CPU pressure (the share of the window in which some runnable task waited for a CPU); and
 how busy the load generator's CPUs were with work that was not the load generator's own (a
-test suite or a build beside a measurement shows up there). Where /proc is not readable (not
-Linux) the window records that it could not tell.
+test suite or a build beside a measurement shows up there); and, where the clock frequency is
+not readable (a virtual machine), the speed of each CPU right before the window, measured by a
+fixed piece of work (a slower host shows up there whatever the reason). Where /proc is not
+readable (not Linux) the window records that it could not tell.
 """
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from pathlib import Path
+
+SPEED_WORK = 200_000  # additions timed per CPU: a few milliseconds
 
 PROC = Path("/proc")
 SYS_CPU = Path("/sys/devices/system/cpu")
@@ -38,6 +43,31 @@ def frequencies_mhz(sys_cpu: Path = SYS_CPU) -> dict[str, float]:
         except (OSError, ValueError):
             continue
     return out
+
+
+def cpu_speed(cpus: list[int] | None) -> dict[str, float]:
+    """Million additions per second on each CPU (best of three), the calling process moved
+    onto it and back. Run between windows, when the engine is idle."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        return {}
+    home = os.sched_getaffinity(0)
+    out = {}
+    try:
+        for cpu in cpus:
+            os.sched_setaffinity(0, {cpu})
+            best = min(_timed_sum() for _ in range(3))
+            out[f"cpu{cpu}"] = round(SPEED_WORK / best / 1e6, 2)
+    finally:
+        os.sched_setaffinity(0, home)
+    return out
+
+
+def _timed_sum() -> float:
+    t0 = time.perf_counter()
+    total = 0
+    for i in range(SPEED_WORK):
+        total += i
+    return time.perf_counter() - t0
 
 
 def pressure_us(proc: Path = PROC) -> int | None:

@@ -78,10 +78,15 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list
     for c in comparison.get("fixture_classes", []):
         if c["flag"]:
             where = "inside" if c["inside_control_range"] else "outside"
+            row = next((r for r in comparison["rows"] if r["pair"] == "all" and r["instrument"]
+                        == "fixture" and r["point"] == c["class"]
+                        and r["metric"] == c["metric"]), None)
+            over = (f"; interval ({level(row)}) {ci(row['interval'])}"
+                    if row and row["interval"] else "")
             out.append(f"Fixture class {c['class']}: the candidate's delta has the same sign in "
                        f"every pair ({', '.join(pctf(d) for d in c['delta_pct'])}), {where} the "
                        f"range of the control boots ({fmt(c['control_range'][0])}–"
-                       f"{fmt(c['control_range'][1])}).")
+                       f"{fmt(c['control_range'][1])}){over}.")
     out += [f"{flag}." for flag in comparison.get("host_flags", [])]
     out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
     return out

@@ -121,7 +121,8 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
                                                  set(cache_before["keys"]))},
         })
         for name in instrument_names(plan):
-            measure(engine, plan, name, sid, staging / "raw" / sid, model, client_cpus)
+            measure(engine, plan, name, sid, staging / "raw" / sid, model, client_cpus,
+                    engine_cpus)
         ok = True
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -177,16 +178,18 @@ def refuse_overwrite(root: Path, sid: str) -> None:
 
 
 def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict,
-            client_cpus: list[int] | None = None) -> None:
+            client_cpus: list[int] | None = None, engine_cpus: list[int] | None = None) -> None:
     """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
     # the depth instrument sends token ids, which only the completions endpoint takes
     api = "completions" if name == "depth" else plan["instruments"]["api"]
     cfg = {**plan["instruments"][name], "api": api}
     timeout = plan["instruments"]["request_timeout_s"]
+    speed = hostfacts.cpu_speed(sorted(os.sched_getaffinity(0) | set(engine_cpus or [])))
     before = endpoint.scrape(engine.base_url)
     host_before = hostfacts.snapshot()
     result = REGISTRY[name](engine, cfg, plan["instruments"]["seed"], model, timeout)
-    host = hostfacts.window(host_before, hostfacts.snapshot(), client_cpus)
+    host = {**hostfacts.window(host_before, hostfacts.snapshot(), client_cpus),
+            "cpu_speed_before": speed}
     after = endpoint.scrape(engine.base_url)
     engine.check_alive(f"{name} window")
     jsonio.atomic_write_text(out / f"{name}.prom.before", before)
