@@ -1,18 +1,22 @@
 """Benchmark: where the embedded engine's boot-to-boot noise comes from, one condition at a time.
 
     python bench/noise_sources.py [--conditions baseline,iomp] [--pairs 3] [--keep]
+    python bench/noise_sources.py --conditions baseline --report-only   # a kept run again
 
 For each condition it runs an A/A experiment through the workflow (config/aa-cpu.yaml with the
 sweep at 1, 8 and 16 and the fixture; the depth and probe windows left out to save time), then
 prints, per boot, the figures the bar judges and the host facts of its windows (CPU pressure,
-foreign load on the load generator's CPUs, steal), and per condition the spread of each bar
-point across boots, their median (the target: <= 5 %), and the A/A false-positive count.
+foreign load on the load generator's CPUs, steal, each CPU's speed on a fixed piece of work),
+and per condition the correlation over boots between each bar figure and the engine CPU's
+speed, the spread of each bar point across boots, their median (the target: <= 5 %), and the
+A/A false-positive count.
 
 Conditions (each changes one thing against baseline):
   baseline  the default engine settings
   iomp      Intel OpenMP preloaded into the engine (LD_PRELOAD of the engine environment's
             libiomp5.so), which vLLM's CPU worker asks for with speculative decoding
   threads1  one OpenMP thread in the engine (OMP_NUM_THREADS=1)
+  passive   OpenMP threads that sleep when idle instead of spinning (OMP_WAIT_POLICY=PASSIVE)
 
 Results go to results/noise-<condition>/ and are removed afterwards unless --keep.
 """
@@ -33,6 +37,7 @@ CONDITIONS = {
     "baseline": {},
     "iomp": {"LD_PRELOAD": "resources/engine-venv/lib/libiomp5.so"},
     "threads1": {"OMP_NUM_THREADS": "1"},
+    "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
 }
 
 
@@ -72,6 +77,7 @@ def report(root: Path, rules: list[dict]) -> float | None:
             figures.append(f"{r['name']} {value:.1f}")
         print(f"  {b['boot']['session']}: {', '.join(figures)}; boot "
               f"{b['boot']['boot_seconds']:.0f} s; sweep {host_line(b['raw']['sweep'])}")
+    speed_vs_figures(boots, rules)
     result = aa.calibrate([root], rules, 0.05)
     spread = result["boot_spread_pct"]
     for name, value in spread["per_rule"].items():
@@ -81,6 +87,25 @@ def report(root: Path, rules: list[dict]) -> float | None:
     return spread["median"]
 
 
+def speed_vs_figures(boots: list[dict], rules: list[dict]) -> None:
+    """Does the engine's speed follow the host's? The correlation over boots between each bar
+    figure and the engine CPU's speed on a fixed piece of work right before that window."""
+    from knee.compare import arm_figures
+
+    for r in rules:
+        pairs = []
+        for b in boots:
+            raw = b["raw"][r["instrument"]]
+            speed = (raw.get("host") or {}).get("cpu_speed_before") or {}
+            value = arm_figures(raw).get(r["point"], {}).get(r["metric"])
+            if speed and value:
+                pairs.append((speed[sorted(speed)[0]], value))
+        if len(pairs) > 2 and len({x for x, _ in pairs}) > 1:
+            corr = statistics.correlation([x for x, _ in pairs], [y for _, y in pairs])
+            print(f"  {r['name']}: correlation with the engine CPU's speed over "
+                  f"{len(pairs)} boots: {corr:+.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -88,8 +113,16 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / ".noise-configs")
+    ap.add_argument("--report-only", action="store_true",
+                    help="print the report of results/noise-<condition> kept by --keep")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
+    if a.report_only:
+        for condition in a.conditions.split(","):
+            _, cfg = config_for(condition, a.pairs, a.out)
+            print(f"{condition}: {CONDITIONS[condition] or 'engine defaults'}")
+            report(ROOT / "results" / cfg["name"], cfg["bar"]["rules"])
+        return 0
     medians = {}
     for condition in a.conditions.split(","):
         path, cfg = config_for(condition, a.pairs, a.out)
