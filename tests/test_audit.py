@@ -26,6 +26,12 @@ def test_the_published_example_passes_the_audit(results):
     assert audit.audit(results) == []
 
 
+def test_a_renamed_copy_in_another_place_passes_the_audit(results, tmp_path):
+    archived = tmp_path / "elsewhere" / "ksched-cpu-archived"
+    shutil.copytree(results, archived)
+    assert audit.audit(archived) == []
+
+
 def test_cli_audit_exit_codes(results):
     ok = subprocess.run([sys.executable, "-m", "knee", "audit", str(results)],
                         capture_output=True, text=True, timeout=300)

@@ -29,6 +29,12 @@ def positions(rates: list[float], at: str) -> str:
     return ", ".join(f"[{r:.2f}]({at}/{i})" for i, r in enumerate(rates))
 
 
+def in_folder(path) -> str:
+    """A window's file as the README links it: relative to the results folder
+    (raw/<session>/<file>), whatever the folder is called or where it lies."""
+    return "/".join(Path(path).parts[-3:])
+
+
 def pctf(x) -> str:
     return "–" if x is None else f"{x:+.2f}%"
 
@@ -70,7 +76,7 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list
     out = []
     for w in (acceptance or {}).get("windows", []):
         for flag in w["flags"]:
-            out.append(f"{w['session']}/{w['instrument']}: {flag} ({w['source']}).")
+            out.append(f"{w['session']}/{w['instrument']}: {flag} ({in_folder(w['source'])}).")
     if bar.get("bar_changed"):
         out.append("The bar was changed after measurement; the verdict is not pre-registered.")
     if comparison["verdict"] != "VALID":
@@ -144,7 +150,7 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
     return env.get_template("README.md.j2").render(
         plan=plan, comparison=comparison, bar=bar, boots=boots, tables=tables, order=order,
         acceptance=acceptance["windows"], variable_values=values,
-        rel=lambda p: str(p).split(f"{plan['name']}/", 1)[-1],
+        rel=in_folder,
         caveats=caveats(comparison, bar, acceptance), fmt=fmt, pctf=pctf, ci=ci, ms=ms,
         positions=positions,
         probes=[w for w in acceptance["windows"] if w.get("temperatures")],
