@@ -50,11 +50,9 @@ def calibrate(roots: list[Path], rules: list[dict], alpha: float = 0.05) -> dict
     comparison = compare.compare(plan, sessions)
     bar_def = {"alpha": alpha, "rules": rules}
     verdict = bar.judge(comparison, bar_def, plan["protocol"]["pairs"], sha256_of(bar_def), set())
-    across = [r for r in comparison["rows"] if r["pair"] == "all" and r["interval"]]
-    excluded = [r for r in across if not r["interval"][0] <= 0 <= r["interval"][1]]
     return {"boots": [s["boot"]["experiment"] + "/" + s["boot"]["session"] for s in boots],
             "pairs": plan["protocol"]["pairs"], "comparison": comparison, "bar": verdict,
-            "rows": len(across), "excluding_zero": len(excluded),
+            **inference.false_positives(comparison["rows"]),
             "boot_spread_pct": boot_spread(boots, rules)}
 
 

@@ -6,9 +6,7 @@ comparison; each pair's own delta stays visible (the seeds' convention) but has 
 
 from __future__ import annotations
 
-from knee import inference
-
-VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "INVALID")
+from knee import inference, stopping
 
 
 def find(rows: list[dict], pair, rule: dict) -> dict | None:
@@ -62,9 +60,9 @@ def overall(verdicts: list[str]) -> str:
 def judge(comparison: dict, bar: dict, pairs: int, bar_sha256: str,
           measured_bar_sha256: set[str], looks: int = 1) -> dict:
     """The bar over `pairs` pairs; with `looks` > 1 (stopping by precision) every rule decides
-    at alpha / looks (knee.stopping)."""
+    at the alpha knee.stopping spends on each look."""
     changed = any(h != bar_sha256 for h in measured_bar_sha256)
-    alpha = bar["alpha"] / looks
+    alpha = stopping.alpha_per_look(bar["alpha"], looks)
     base = {"experiment": comparison["experiment"], "bar": bar, "bar_sha256": bar_sha256,
             "bar_changed": changed, "alpha": bar["alpha"], "looks": looks,
             "alpha_per_look": alpha, "pairs": pairs, "method": inference.VERDICT_METHOD}

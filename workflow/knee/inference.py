@@ -139,6 +139,16 @@ def mde_pct(eff: Effect, alpha: float, power: float = 0.8) -> float | None:
     return to_pct(width)
 
 
+def false_positives(rows: list[dict]) -> dict:
+    """Across-pairs rows whose interval excludes zero: in an A/A experiment each is a false
+    positive."""
+    across = [r for r in rows if r["pair"] == "all" and r["interval"]]
+    hits = [r for r in across if not r["interval"][0] <= 0 <= r["interval"][1]]
+    return {"rows": len(across), "excluding_zero": len(hits),
+            "rate_pct": 100.0 * len(hits) / len(across) if across else None,
+            "confidence": across[0]["confidence"] if across else None}
+
+
 def within_pair_interval(control: list[dict], candidate: list[dict], metric: str,
                          seed: int, n: int = 2000, centre: float | None = None,
                          confidence: float = 0.95) -> list[float] | None:

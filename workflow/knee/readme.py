@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jinja2
 
-from knee import stopping
+from knee import inference, stopping
 from knee.config import NO_VARIABLE, flatten, order_name
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -107,15 +107,6 @@ def protocol_words(plan: dict, bar: dict) -> str:
             "(protocol/realized.json)")
 
 
-def calibration(comparison: dict) -> dict:
-    """An A/A experiment's false positives: across-pairs rows whose interval excludes zero."""
-    rows = [r for r in comparison["rows"] if r["pair"] == "all" and r["interval"]]
-    hits = [r for r in rows if not r["interval"][0] <= 0 <= r["interval"][1]]
-    return {"rows": len(rows), "excluding_zero": len(hits),
-            "rate_pct": 100.0 * len(hits) / len(rows) if rows else None,
-            "confidence": rows[0]["confidence"] if rows else None}
-
-
 def shared_key(caches: dict[str, dict]) -> str | None:
     """Whether the arms compiled under the same cache key (the seed: the schedule did not
     change the hash), in words; None without cache receipts."""
@@ -155,7 +146,8 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         positions=positions,
         probes=[w for w in acceptance["windows"] if w.get("temperatures")],
         headline=headline(comparison, bar), caches=caches or {},
-        calibration=calibration(comparison) if plan["variable"] == NO_VARIABLE else None,
+        calibration=(inference.false_positives(comparison["rows"])
+                     if plan["variable"] == NO_VARIABLE else None),
         protocol_words=protocol_words(plan, bar),
         level=level,
         shared_key=shared_key(caches or {}))

@@ -42,10 +42,14 @@ def realized_pairs(plan: dict, root: Path) -> int:
     return jsonio.read(realized_path(root), "realized")["pairs"]
 
 
+def sessions_upto(plan: dict, n: int) -> list[dict]:
+    """The planned sessions of the first n pairs, in protocol order."""
+    return [s for s in plan["protocol"]["sessions"] if s["pair"] <= n]
+
+
 def realized_sessions(plan: dict, root: Path) -> list[dict]:
     """The planned sessions that belong to pairs that ran, in protocol order."""
-    n = realized_pairs(plan, root)
-    return [s for s in plan["protocol"]["sessions"] if s["pair"] <= n]
+    return sessions_upto(plan, realized_pairs(plan, root))
 
 
 def load_sessions(plan: dict, root: Path, pairs: int | None = None) -> dict:
@@ -53,7 +57,7 @@ def load_sessions(plan: dict, root: Path, pairs: int | None = None) -> dict:
     the pairs that ran (or the first `pairs`)."""
     out = {}
     n = realized_pairs(plan, root) if pairs is None else pairs
-    for s in [s for s in plan["protocol"]["sessions"] if s["pair"] <= n]:
+    for s in sessions_upto(plan, n):
         files = {n: Path(root) / "raw" / s["id"] / f"{n}.json" for n in instrument_names(plan)}
         files["boot"] = boot_path(root, s["id"])
         out[(s["pair"], s["arm"])] = {
@@ -103,5 +107,5 @@ def realized(plan: dict, decisions: list[dict]) -> dict:
     pairs = next((d["pairs"] for d in looks if d["stop"]), hi)
     keep = ("pairs", "stop", "reason", "verdict", "rules")
     return {"experiment": plan["name"], "pairs": pairs, "rule": stopping.RULE,
-            "sessions": [s["id"] for s in plan["protocol"]["sessions"] if s["pair"] <= pairs],
+            "sessions": [s["id"] for s in sessions_upto(plan, pairs)],
             "decisions": [{k: d[k] for k in keep} for d in looks if d["pairs"] <= pairs]}

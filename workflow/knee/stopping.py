@@ -27,7 +27,8 @@ def looks(pairs: int | dict) -> int:
 
 
 def alpha_per_look(alpha: float, pairs: int | dict) -> float:
-    return alpha / looks(pairs)
+    """The alpha every look decides at; `pairs` is the protocol's, or a number of looks."""
+    return alpha / (pairs if isinstance(pairs, int) else looks(pairs))
 
 
 def decision(bar: dict, n: int, pairs: int | dict) -> dict:
