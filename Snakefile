@@ -10,8 +10,9 @@ resource_scopes:
     knee_session="local",
 
 
-# The default config is config/config.yaml. A --configfile replaces it whole (no key of the
-# default leaks into another experiment); see load_config() in workflow/rules/common.smk.
+# The experiment: `--config experiment=FILE` (config/config.yaml by default), read by knee
+# itself; see workflow/rules/load.smk.
+include: "workflow/rules/load.smk"
 
 
 if "experiments" in config:

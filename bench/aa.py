@@ -8,7 +8,7 @@ prints: the share of across-pairs 95 % intervals that exclude zero (a calibrated
 5 %), each bar rule of the config judged as parity within its boot noise, the spread of each
 bar point across boots (the noise target: median <= 5 %), and the MDE of each bar rule at 2 to 8
 pairs from the between-pair spread measured here. Boots nothing: run the experiments first
-(`make run`, `snakemake --cores all --configfile config/aa-cpu.yaml`).
+(`make run`, `snakemake --cores all --config experiment=config/aa-cpu.yaml`).
 """
 
 import argparse

@@ -41,8 +41,9 @@ import tempfile
 from pathlib import Path
 
 from knee import client, config, prom, prompts
+from knee.arms import server_argv
 from knee.runtime import endpoint
-from knee.runtime.process import Engine, server_argv, split_cpus
+from knee.runtime.process import Engine, split_cpus
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE_PYTHON = ROOT / "resources" / "engine-venv" / "bin" / "python"

@@ -129,7 +129,7 @@ def main() -> int:
         root = ROOT / "results" / cfg["name"]
         print(f"{condition}: {CONDITIONS[condition] or 'engine defaults'}", flush=True)
         r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "all",
-                            "--configfile", str(path)], cwd=ROOT, capture_output=True,
+                            "--config", f"experiment={path}"], cwd=ROOT, capture_output=True,
                            text=True)
         if r.returncode != 0:
             print(f"  the workflow failed:\n{r.stderr[-2000:]}")

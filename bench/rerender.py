@@ -1,6 +1,6 @@
 """Benchmark: re-render a finished experiment's figures and README from its raw data.
 
-    python bench/rerender.py [--configfile config/config.yaml] [--repeat 3]
+    python bench/rerender.py [--experiment config/config.yaml] [--repeat 3]
 
 Forces the figure and README rules to run again (and the manifest after them) and prints the
 wall time of each run, the number of engine processes seen while it ran (polled every 20 ms;
@@ -37,10 +37,10 @@ def watch_engines(stop: threading.Event, seen: set) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--configfile", default="config/config.yaml")
+    ap.add_argument("--experiment", default="config/config.yaml")
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    name = yaml.safe_load((ROOT / a.configfile).read_text())["name"]
+    name = yaml.safe_load((ROOT / a.experiment).read_text())["name"]
     raw = ROOT / "results" / name / "raw"
     if not (ROOT / "results" / name / "README.md").exists():
         print(f"results/{name} is not a finished experiment: run it first", file=sys.stderr)
@@ -49,7 +49,7 @@ def main() -> int:
     baseline = set(subprocess.run(["pgrep", "-f", "vllm.entrypoints"], capture_output=True,
                                   text=True).stdout.split())
     cmd = [sys.executable, "-m", "snakemake", "figures", "readme", "--cores", "1",
-           "--forcerun", "figures_render", "readme", "--configfile", a.configfile]
+           "--forcerun", "figures_render", "readme", "--config", f"experiment={a.experiment}"]
     for i in range(a.repeat):
         seen: set = set()
         stop = threading.Event()

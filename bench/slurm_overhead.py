@@ -54,7 +54,7 @@ def events(log: str) -> dict:
 
 def run(argv: list[str], cfg: Path) -> tuple[float, str]:
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "snakemake", *argv, "--configfile", str(cfg)],
+    r = subprocess.run([sys.executable, "-m", "snakemake", *argv, "--config", f"experiment={cfg}"],
                        cwd=ROOT, capture_output=True, text=True, timeout=3600)
     if r.returncode != 0:
         raise SystemExit(f"snakemake {' '.join(argv)} failed:\n{r.stderr[-3000:]}")

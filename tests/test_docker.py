@@ -57,8 +57,8 @@ def test_reduced_experiment_in_containers(tmp_path, default_config, results_dir,
                                           engine_python, image):
     path, name, root = docker_config(tmp_path, default_config, "it-docker", image)
     results_dir.append(root)
-    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=2400)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=2400)
     assert r.returncode == 0, r.stderr[-3000:] + logs(root)
     assert containers(name) == []
     pulled = jsonio.read(root / "receipts" / "image.json", "image")
@@ -82,8 +82,8 @@ def test_wrong_digest_is_refused_before_anything_boots(tmp_path, default_config,
     wrong = {**image, "digest": "sha256:" + "0" * 64}
     path, name, root = docker_config(tmp_path, default_config, "it-digest", wrong)
     results_dir.append(root)
-    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=600)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode != 0
     log = (root / "logs" / "image.log").read_text()
     assert f"runtime.image.digest: '{image['ref']}' resolves to {image['digest']}" in log
@@ -99,8 +99,8 @@ def test_a_container_that_exits_during_boot_is_reported_with_its_log(
     cfg["server"]["args"]["max-model-len"] = "not-a-number"
     path.write_text(yaml.safe_dump(cfg))
     results_dir.append(root)
-    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=900)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=900)
     assert r.returncode != 0
     log = (root / "logs" / "session" / "1-control.log").read_text()
     assert "engine exited with status" in log and "during boot" in log
@@ -112,7 +112,7 @@ def test_kill_mid_sweep_and_ctrl_c_leave_no_container(tmp_path, default_config, 
                                                       engine_python, image):
     path, name, root = docker_config(tmp_path, default_config, "it-dkill", image)
     results_dir.append(root)
-    proc = subprocess.Popen([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT,
+    proc = subprocess.Popen([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     wait_for_traffic(proc, root / "logs" / "engine" / "1-control.log", 900, "control")
@@ -125,7 +125,7 @@ def test_kill_mid_sweep_and_ctrl_c_leave_no_container(tmp_path, default_config, 
     assert containers(name) == [] and list((root / "failed").glob("1-control-*"))
 
     # Ctrl-C (SIGINT to the whole process group) during the next attempt's boot
-    proc = subprocess.Popen([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT,
+    proc = subprocess.Popen([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.monotonic() + 600

@@ -45,8 +45,8 @@ def test_reduced_experiment_through_slurm(tmp_path, default_config, results_dir,
     path, root = slurm_config(tmp_path, default_config, "it-slurm")
     results_dir.append(root)
     started = time.monotonic()
-    r = subprocess.run([*SLURM, "--configfile", str(path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=2400)
+    r = subprocess.run([*SLURM, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=2400)
     assert r.returncode == 0, r.stderr[-3000:] + logs(root)
     print(f"reduced experiment through Slurm: {time.monotonic() - started:.1f} s")
     boots = [jsonio.read(root / "receipts" / f"1-{arm}-boot.json", "boot")
@@ -70,7 +70,7 @@ def test_scancel_mid_session_then_a_rerun_resubmits_only_that_session(
         tmp_path, default_config, results_dir, engine_python, cluster):
     path, root = slurm_config(tmp_path, default_config, "it-scancel")
     results_dir.append(root)
-    proc = subprocess.Popen([*SLURM, "--configfile", str(path)], cwd=ROOT,
+    proc = subprocess.Popen([*SLURM, "--config", f"experiment={path}"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
     control = jsonio.read(root / "receipts" / "1-control-boot.json", "boot")
@@ -87,8 +87,8 @@ def test_scancel_mid_session_then_a_rerun_resubmits_only_that_session(
     assert not (root / "receipts" / "1-candidate-stop.json").exists()
     assert not (root / "raw" / "1-candidate" / "sweep.json").exists()
 
-    r = subprocess.run([*SLURM, "--configfile", str(path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=2400)
+    r = subprocess.run([*SLURM, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=2400)
     assert r.returncode == 0, r.stderr[-3000:] + logs(root)
     submitted = [line for line in r.stderr.splitlines() if "wildcards: sid=" in line]
     assert submitted == ["    wildcards: sid=1-candidate"] or all(

@@ -56,7 +56,7 @@ def test_dry_run_grows_the_dag_pair_by_pair(tmp_path, default_config):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(default_config))
     r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1",
-                        "--configfile", str(path)], cwd=ROOT, capture_output=True, text=True,
+                        "--config", f"experiment={path}"], cwd=ROOT, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
     out = r.stdout + r.stderr

@@ -18,7 +18,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2"]
 
 
 def test_gpu_config_dry_run_validates_and_plans():
-    r = subprocess.run([*SNAKEMAKE, "-n", "--configfile", "config/ksched.yaml"], cwd=ROOT,
+    r = subprocess.run([*SNAKEMAKE, "-n", "--config", "experiment=config/ksched.yaml"], cwd=ROOT,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     out = r.stdout + r.stderr
@@ -32,8 +32,8 @@ def test_bad_config_fails_in_seconds_naming_the_key(tmp_path, default_config):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(default_config))
     t0 = time.monotonic()
-    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert "instruments.sweep.concurrency[0]: 0 is less than the minimum of 1" in r.stderr
     assert time.monotonic() - t0 < 60
@@ -46,8 +46,8 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     name = yaml.safe_load(path.read_text())["name"]
     root = ROOT / "results" / name
     results_dir.append(root)
-    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=1800)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, logs(root)
     assert not engine_processes(ROOT)
     readme = (root / "README.md").read_text()
@@ -95,7 +95,7 @@ def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, res
     name = yaml.safe_load(path.read_text())["name"]
     root = ROOT / "results" / name
     results_dir.append(root)
-    proc = subprocess.Popen([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT,
+    proc = subprocess.Popen([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     pidfile = root / ".run" / "1-candidate.pid"
     wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
@@ -110,8 +110,8 @@ def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, res
     assert not (root / "raw" / "1-candidate" / "sweep.json").exists()
     assert list((root / "failed").glob("1-candidate-*"))
 
-    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=1800)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "1-control" not in "".join(
         line for line in r.stderr.splitlines() if "wildcards: sid=" in line)
@@ -127,7 +127,7 @@ def test_ctrl_c_during_a_session_stops_the_engine(tmp_path, default_config, resu
     root = ROOT / "results" / yaml.safe_load(path.read_text())["name"]
     results_dir.append(root)
     # a terminal's Ctrl-C: SIGINT to the whole foreground process group
-    proc = subprocess.Popen([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT,
+    proc = subprocess.Popen([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     pidfile = root / ".run" / "1-control.pid"
@@ -156,8 +156,8 @@ def test_on_cache_miss_fail_refuses_before_booting(tmp_path, default_config, res
     path.write_text(yaml.safe_dump(cfg))
     root = ROOT / "results" / cfg["name"]
     results_dir.append(root)
-    r = subprocess.run([*SNAKEMAKE, "--configfile", str(path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=600)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode != 0
     log = (root / "logs" / "session" / "1-control.log").read_text()
     assert "the compile cache" in log and "the cache holds no key" in log

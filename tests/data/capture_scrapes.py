@@ -12,8 +12,9 @@ import tempfile
 from pathlib import Path
 
 from knee import client, prompts
+from knee.arms import server_argv
 from knee.runtime import endpoint
-from knee.runtime.process import Engine, server_argv
+from knee.runtime.process import Engine
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,8 @@ import statistics
 from pathlib import Path
 
 from knee import bar, compare, inference, jsonio
-from knee.config import NO_VARIABLE, sha256_of
+from knee.arms import NO_VARIABLE
+from knee.config import sha256_of
 from knee.noise import spread_pct
 from knee.results import load_sessions
 

@@ -38,7 +38,7 @@ def cmd_plan(a) -> int:
     from knee import config
 
     cfg = config.load(a.config)
-    jsonio.write(a.out, "plan", config.make_plan(cfg, str(a.config)))
+    config.write_plan(a.out, config.make_plan(cfg, str(a.config)))
     return 0
 
 

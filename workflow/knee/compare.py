@@ -7,7 +7,7 @@ engine version matches, and the resolved servers differ only in the declared var
 from __future__ import annotations
 
 from knee import depthcurve, inference, noise
-from knee.config import differences, in_variable
+from knee.arms import differences, in_variable, shown_variable
 from knee.stats import decode_rate, mean, pct, point_summary
 
 METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
@@ -53,7 +53,7 @@ def validate_pair(pair: int, control: dict, candidate: dict, variable: str) -> t
     for key, a, b in differences(ba["server"], bb["server"]):
         if not in_variable(key, variable):
             cmp(where, f"server.{key}", a, b)
-    checked.append(f"{where}:server (all but {variable})")
+    checked.append(f"{where}:server (all but {shown_variable(variable)})")
     return checked, bad
 
 

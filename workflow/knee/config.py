@@ -8,13 +8,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import yaml
-
-from knee import stopping
+from knee import configfile, jsonio, places, stopping
+from knee.arms import (
+    ARMS,
+    NO_VARIABLE,
+    check_one_variable,
+    check_servers,
+    differences,
+    resolve_arms,
+    shown_variable,
+    variable_values,
+)
 from knee.jsonio import KneeError, check, load_schema
-
-ARMS = ("control", "candidate")
 
 
 def sha256_of(data: Any) -> str:
@@ -49,82 +54,16 @@ def validate(config: dict, source: str = "config") -> dict:
     check("config", data, source)
     schema = load_schema("config")
     _fill_defaults(schema, data, schema)
-    jsonschema.Draft202012Validator(schema).validate(data)
+    check("config", data, source)
     return data
 
 
 def load_raw(path: Path | str) -> dict:
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise KneeError(f"{path}: cannot read config: {e}") from None
-    if not isinstance(raw, dict):
-        raise KneeError(f"{path}: a config is a mapping, got {type(raw).__name__}")
-    return raw
+    return configfile.load(path)
 
 
 def load(path: Path | str) -> dict:
     return validate(load_raw(path), str(path))
-
-
-def deep_merge(base: Any, over: Any) -> Any:
-    if isinstance(base, dict) and isinstance(over, dict):
-        out = copy.deepcopy(base)
-        for k, v in over.items():
-            out[k] = deep_merge(base.get(k), v) if k in base else copy.deepcopy(v)
-        return out
-    return copy.deepcopy(over)
-
-
-def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """Dotted paths to leaves; lists are leaves (a schedule is one value)."""
-    if isinstance(data, dict) and data:
-        out: dict[str, Any] = {}
-        for k, v in data.items():
-            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    return {prefix: data}
-
-
-def resolve_arms(config: dict) -> dict[str, dict]:
-    base = {"env": {}, "args": {}, "speculative_config": None, **config["server"]}
-    return {arm: deep_merge(base, config["arms"].get(arm) or {}) for arm in ARMS}
-
-
-def differences(a: dict, b: dict) -> list[tuple[str, Any, Any]]:
-    fa, fb = flatten(a), flatten(b)
-    missing = object()
-    rows = []
-    for key in sorted(set(fa) | set(fb)):
-        va, vb = fa.get(key, missing), fb.get(key, missing)
-        if va != vb:
-            rows.append((key, None if va is missing else va, None if vb is missing else vb))
-    return rows
-
-
-NO_VARIABLE = "none"  # an A/A experiment: the two arms are identical
-
-
-def in_variable(key: str, variable: str) -> bool:
-    """Whether a dotted setting is the declared variable or lies under it."""
-    return variable != NO_VARIABLE and (key == variable or key.startswith(variable + "."))
-
-
-def check_one_variable(arms: dict[str, dict], variable: str, source: str = "config") -> None:
-    """Refuse arms that differ anywhere but the declared variable, or not at all (an A/A
-    experiment, variable none, must not differ at all)."""
-    diffs = differences(arms["control"], arms["candidate"])
-    inside = [d for d in diffs if in_variable(d[0], variable)]
-    outside = [d for d in diffs if d not in inside]
-    if outside:
-        rows = "\n  ".join(f"{k}: control={c!r} candidate={v!r}" for k, c, v in outside)
-        what = ("variable none (an A/A experiment): the arms must be identical, they differ"
-                if variable == NO_VARIABLE else
-                f"arms differ outside the declared variable {variable!r}")
-        raise KneeError(f"{source}: {what}:\n  {rows}")
-    if not inside and variable != NO_VARIABLE:
-        raise KneeError(f"{source}: arms do not differ in the declared variable {variable!r} "
-                        "(for an A/A experiment, declare variable: none)")
 
 
 def pair_orders(pairs: int, order: str | list[str], seed: int = 0) -> list[list[str]]:
@@ -221,10 +160,12 @@ def measured_sha256(config: dict) -> str:
 
 
 def make_plan(config: dict, config_path: str = "config") -> dict:
+    check_servers(config, config_path)
     arms = resolve_arms(config)
     check_one_variable(arms, config["variable"], config_path)
     check_bar(config, config_path)
     check_depths(config, arms, config_path)
+    places.check(config, config_path)
     protocol = config["protocol"]
     lo, hi = stopping.bounds(protocol["pairs"])
     if lo > hi:
@@ -250,6 +191,62 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
     return plan
 
 
+PLANNED = ("question", "variable", "arms", "model", "runtime", "protocol", "instruments",
+           "analysis", "bar")
+
+
+def measured(root: Path | str) -> bool:
+    return any((Path(root) / "receipts").glob("*-boot.json"))
+
+
+def plan_fixed(root: Path | str) -> bool:
+    """Whether plan.json is what booted sessions were measured under (then nothing makes it
+    again)."""
+    return (Path(root) / "plan.json").is_file() and measured(root)
+
+
+def planned_part(plan: dict) -> dict:
+    """What a plan measures (not where its sessions run)."""
+    runtime = {k: v for k, v in (plan.get("runtime") or {}).items() if k != "session_resources"}
+    return {k: plan.get(k) for k in PLANNED} | {"runtime": runtime}
+
+
+def check_bound(plan: dict, root: Path | str, source: str) -> None:
+    """A results folder belongs to the config in its plan.json: once a session has booted
+    there, another config under the same name is refused."""
+    path = Path(root) / "plan.json"
+    if not path.is_file() or not measured(root):
+        return
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise KneeError(f"{path}: unreadable ({e}); knee does not plan over a measured "
+                        "experiment") from None
+    if old.get("config_sha256") == plan["config_sha256"]:
+        return
+    diffs = differences(planned_part(old), planned_part(plan))
+    shown = "\n  ".join(f"{k}: measured={a!r} now={b!r}" for k, a, b in diffs[:8])
+    raise KneeError(
+        f"{source}: {root} was measured from another config ({old.get('config_file')}, sha256 "
+        f"{str(old.get('config_sha256'))[:12]}; this one is {plan['config_sha256'][:12]}); a "
+        "measured experiment is never re-planned: give this config a name of its own "
+        f"(name: in the file, or --config name=NEW). What differs:\n  {shown}")
+
+
+def write_plan(path: Path | str, plan: dict) -> None:
+    """plan.json, written before the first boot; after it only ever written again unchanged."""
+    path = Path(path)
+    if path.is_file() and measured(path.parent):
+        old = json.loads(path.read_text())
+        fresh = json.loads(json.dumps(plan))
+        if {k: v for k, v in old.items() if k in fresh and k != "workflow"} != \
+                {k: v for k, v in fresh.items() if k != "workflow"}:
+            raise KneeError(f"{path}: a session has booted under this plan; knee never "
+                            "re-plans a measured experiment (measure it under a new name)")
+        return  # the same plan: it keeps the commit that planned it
+    jsonio.write(path, "plan", plan)
+
+
 def bar_sha256(bar: dict, planned: list[dict], pairs: int | dict | None = None) -> str:
     """What is registered before the first boot: the bar (its rules and alpha), the realized
     session order and, when the run stops by precision, the stopping rule."""
@@ -270,14 +267,14 @@ def model_args(config: dict) -> str:
 
 def describe(plan: dict) -> str:
     """A short human summary of a plan (shown by every invocation, dry runs included)."""
-    values = {arm: flatten(plan["arms"][arm]).get(plan["variable"]) for arm in ARMS}
+    values = variable_values(plan)
     sweep = plan["instruments"]["sweep"]
     fixture = plan["instruments"].get("fixture")
     rules = "; ".join(
         f"{r['name']}: {r['instrument']} {r['metric']} @ {r['point']} "
         + (f"within ±{r['within_pct']}%" if "within_pct" in r else f">= +{r['min_gain_pct']}%")
         for r in plan["bar"]["rules"])
-    change = (f"  variable {plan['variable']}: control={values['control']!r} "
+    change = (f"  variable {shown_variable(plan['variable'])}: control={values['control']!r} "
               f"candidate={values['candidate']!r}" if plan["variable"] != NO_VARIABLE else
               "  variable none: an A/A experiment, both arms identical")
     lo, hi = stopping.bounds(plan["protocol"]["pairs"])

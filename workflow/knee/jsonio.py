@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from functools import cache
@@ -15,13 +16,12 @@ import yaml
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
 # what an older version of a file lacks, and how to make it anew from the raw files
 REDERIVE = {
-    "plan": "the realized order and the bar's alpha; re-plan with `snakemake --cores 1 "
-            "--configfile CONFIG --forcerun plan`, which keeps every raw file (the bar then "
-            "reads as changed after measurement: what was registered before the boots differs)",
+    "plan": "the realized order and the bar's alpha; a measured experiment is never "
+            "re-planned: measure it again under a new name",
     "comparison": "intervals over boot pairs; re-derive with `snakemake --cores 1 "
-                  "--configfile CONFIG --forcerun compare` (boots nothing)",
+                  "--config experiment=CONFIG --forcerun compare` (boots nothing)",
     "bar": "three-valued verdicts decided on an interval; re-derive with `snakemake --cores 1 "
-           "--configfile CONFIG --forcerun compare` (boots nothing)",
+           "--config experiment=CONFIG --forcerun compare` (boots nothing)",
 }
 
 
@@ -37,6 +37,23 @@ def load_schema(kind: str) -> dict:
     return yaml.safe_load(path.read_text())
 
 
+def _is_integer(_checker, value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(_checker, value) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+# JSON Schema counts 2.0 as an integer and lets inf and nan through as numbers: knee does not
+# (a float where a count is meant, or a non-finite bound, is refused with its key path)
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_number}))
+
+
 def where(error: jsonschema.ValidationError) -> str:
     parts = ""
     for p in error.absolute_path:
@@ -47,17 +64,29 @@ def where(error: jsonschema.ValidationError) -> str:
 def explain(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
     """For a value that fits none of several forms (oneOf), the reason from the form whose
     type it has: `pairs: 0 is less than the minimum of 1`, not `not valid under any`."""
-    if error.validator in ("oneOf", "anyOf") and error.context:
-        typed = [c for c in error.context if c.validator != "type"]
-        if typed:
-            return explain(max(typed, key=lambda c: len(c.absolute_path)))
+    if error.validator not in ("oneOf", "anyOf"):
+        return error
+    forms = error.validator_value
+    if all(set(f) == {"required"} for f in forms):  # exactly one of several keys
+        keys = " or ".join(k for f in forms for k in f["required"])
+        error.message = (f"give exactly one of {keys}, not both" if "each of" in error.message
+                         else f"give one of {keys}")
+        return error
+    typed = [c for c in error.context if c.validator != "type"]
+    if typed:
+        return explain(max(typed, key=lambda c: len(c.absolute_path)))
+    types = [t for f in forms for t in ([f["type"]] if isinstance(f.get("type"), str) else
+                                        f.get("type", []) or (["one of " + repr(f["enum"])]
+                                                              if "enum" in f else []))]
+    if types:
+        error.message = f"{error.instance!r} is not {' or '.join(types)}"
     return error
 
 
 def check(kind: str, data: Any, source: str) -> None:
     """Validate data against a schema; raise KneeError naming source, key path and reason."""
     schema = load_schema(kind)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = Validator(schema)
     errors = sorted(map(explain, validator.iter_errors(data)),
                     key=lambda e: list(e.absolute_path))
     if errors:

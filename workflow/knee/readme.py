@@ -7,7 +7,8 @@ from pathlib import Path
 import jinja2
 
 from knee import inference, stopping
-from knee.config import NO_VARIABLE, flatten, order_name
+from knee.arms import NO_VARIABLE, shown_variable, variable_values
+from knee.config import order_name
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -135,12 +136,12 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
                 if r["instrument"] == inst]
         if rows:
             tables.append({"title": title, "rows": rows})
-    values = {arm: flatten(plan["arms"][arm]).get(plan["variable"]) for arm in plan["arms"]}
     order = (f"{order_name(plan['protocol']['order'])}: "
              + ", ".join(s["id"] for s in plan["protocol"]["sessions"]))
     return env.get_template("README.md.j2").render(
         plan=plan, comparison=comparison, bar=bar, boots=boots, tables=tables, order=order,
-        acceptance=acceptance["windows"], variable_values=values,
+        acceptance=acceptance["windows"], variable_values=variable_values(plan),
+        variable=shown_variable(plan["variable"]),
         rel=in_folder,
         caveats=caveats(comparison, bar, acceptance), fmt=fmt, pctf=pctf, ci=ci, ms=ms,
         positions=positions,

@@ -18,11 +18,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from knee import cache, hostfacts, jsonio, receipts
+from knee import cache, hostfacts, jsonio, places, receipts, secrets
+from knee.arms import server_argv
 from knee.instruments import REGISTRY
 from knee.results import instrument_names
 from knee.runtime import endpoint
-from knee.runtime.process import Engine, redact, server_argv, split_cpus
+from knee.runtime.process import Engine, split_cpus
 
 
 def _raise_on_signal(signum, _frame):
@@ -52,6 +53,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     model["tokenizer_sha256"] = hashlib.sha256(tokenizer.read_bytes()).hexdigest() \
         if tokenizer.is_file() else None
     refuse_overwrite(root, sid)
+    preflight(plan, info["arm"])
     cache_root = Path(rt["cache_dir"]).resolve()
     # the engine environment's versions, or (docker) the image receipt: digest and versions
     engine_facts = jsonio.read(engine_info)
@@ -89,8 +91,8 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         argv = server_argv(python, arm, model["path"], model["name"], rt["host"], port)
         engine = Engine(argv=argv, env=env, log=log, host=rt["host"], port=port,
                         pidfile=root / ".run" / f"{sid}.pid", cpus=engine_cpus)
-        launch = {"argv": argv, "env": redact({**env, "VLLM_CACHE_ROOT":
-                                               receipts.shown(cache_root)})}
+        launch = {"argv": secrets.redact_argv(argv), "env": secrets.redact_env(
+            {**env, "VLLM_CACHE_ROOT": receipts.shown(cache_root)}, arm.get("secret_env", []))}
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _raise_on_signal)
     cache_before = receipts.compile_cache(cache_root)
@@ -112,7 +114,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
             "runtime": rt["kind"], "started_at": started, "boot_seconds": round(boot_s, 3),
             "endpoint": engine.base_url, **launch,
             "cpus": {"engine": engine_cpus, "client": client_cpus},
-            "server": arm, "model": model, "engine": engine_facts,
+            "server": secrets.redact_arm(arm), "model": model, "engine": engine_facts,
             "hardware": receipts.hardware(), "scheduler": where,
             "config_sha256": plan["config_sha256"],
             "bar_sha256": plan["bar_sha256"], "workflow": plan.get("workflow"),
@@ -151,18 +153,34 @@ def container_engine(plan: dict, sid: str, arm: dict, model: dict, image: dict, 
     python, *command = server_argv("python", arm, docker.MODEL_MOUNT, model["name"], "0.0.0.0",
                                    docker.CONTAINER_PORT)
     env = {**arm.get("env", {}), "VLLM_CACHE_ROOT": docker.CACHE_MOUNT}
+    secret_env = arm.get("secret_env", [])
     engine = docker.Container(
-        image=image["pinned_ref"], command=command[2:], env=env, log=log, host=rt["host"],
+        image=image["pinned_ref"], command=command[2:],
+        env={**env, **{k: os.environ[k] for k in secret_env}}, log=log, host=rt["host"],
         port=port, model_dir=str(Path(model["path"]).resolve()), cache_dir=str(cache_root),
         labels={docker.LABEL_EXPERIMENT: plan["name"], docker.LABEL_SESSION: sid},
         gpus=rt.get("gpus"), shm_size=rt.get("shm_size"), cpus=cpus,
         name=f"knee-{plan['name']}-{sid}")
     spec = engine.run_spec()
-    shown = {**spec, "environment": redact(env), "device_requests": repr(
+    shown = {**spec, "command": secrets.redact_argv(spec["command"]),
+             "environment": secrets.redact_env(env, secret_env), "device_requests": repr(
         spec.get("device_requests", [])), "volumes": {
             receipts.shown(k): v for k, v in spec["volumes"].items()}}
-    return engine, {"argv": [python, *command], "env": redact(env), "container": shown,
+    return engine, {"argv": secrets.redact_argv([python, *command]),
+                    "env": secrets.redact_env(env, secret_env), "container": shown,
                     "image": image["digest"]}
+
+
+def preflight(plan: dict, arm_name: str) -> None:
+    """What this node must offer before anything boots: every secret the arm takes by
+    reference, the engine's CPUs, and a model given by path."""
+    missing = [k for k in plan["arms"][arm_name].get("secret_env", []) if not os.environ.get(k)]
+    if missing:
+        raise jsonio.KneeError(f"the {arm_name} arm's secret_env: ${missing[0]} is not set in "
+                               "knee's environment; nothing was booted")
+    places.check_cpus(plan["runtime"].get("engine_cpus"), "plan.json")
+    if not plan["model"]["generated"]:
+        places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
 
 
 def refuse_overwrite(root: Path, sid: str) -> None:

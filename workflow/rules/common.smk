@@ -8,32 +8,12 @@ from knee.jsonio import KneeError
 from knee.results import FIGURES, instrument_names
 from snakemake.logging import logger
 
-DEFAULT_CONFIG = "config/config.yaml"
-
-
-def shown_path(path):
-    """A path as plans and READMEs show it: relative to the working directory when inside."""
-    rel = os.path.relpath(path)
-    return str(path) if rel.startswith("..") else rel
-
-
-# one of several experiments run together: a module of workflow/rules/experiments.smk
-IN_MODULE = "knee_source" in config
-
 
 def load_config():
-    """Validate the config (after the default, if no --configfile was given) and plan it."""
-    files = [shown_path(f) for f in workflow.overwrite_configfiles]
-    source = ", ".join(files) if files else DEFAULT_CONFIG
-    if IN_MODULE:  # one of several experiments (workflow/rules/experiments.smk)
-        source = files = config.pop("knee_source")
-    given = dict(config)
-    if not files:
-        config.clear()
-        config.update(knee_config.deep_merge(knee_config.load_raw(DEFAULT_CONFIG), given))
+    """Validate the config (read by load.smk) and plan it."""
     try:
-        config.update(knee_config.validate(config, source))
-        return knee_config.make_plan(config, source) | {
+        config.update(knee_config.validate(config, CONFIG_SOURCE))
+        return knee_config.make_plan(config, CONFIG_SOURCE) | {
             "workflow": knee_config.workflow_commit(workflow.basedir)
         }
     except KneeError as e:
@@ -41,10 +21,13 @@ def load_config():
 
 
 PLAN = load_config()
+R = f"results/{config['name']}"
+try:
+    knee_config.check_bound(PLAN, R, CONFIG_SOURCE)
+except KneeError as e:
+    raise WorkflowError(str(e)) from None
 logger.info(knee_config.describe(PLAN))
 
-
-R = f"results/{config['name']}"
 SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
 INSTRUMENTS = instrument_names(PLAN)
 # Jobs run `knee` from the environment Snakemake runs in, activated or not.

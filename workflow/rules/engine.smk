@@ -36,20 +36,22 @@ rule tiny_model:
         " > {log} 2>&1"
 
 
-rule plan:
-    """The plan: resolved arms, session order, instruments, the bar and its sha256."""
-    output:
-        f"{R}/plan.json",
-    log:
-        f"{R}/logs/plan.log",
-    localrule: True
-    conda:
-        "../../envs/workflow.yaml"
-    params:
-        # what is planned; the workflow commit is recorded, but a new commit alone (say, the
-        # one that publishes the results) does not re-plan
-        plan=json.dumps({k: v for k, v in PLAN.items() if k != "workflow"}, sort_keys=True),
-    run:
-        from knee import jsonio
+# Once a session has booted, plan.json is what the sessions were measured under: no rule makes it
+# again (check_bound in common.smk refuses any other config under this name).
+if not knee_config.plan_fixed(R):
 
-        jsonio.write(output[0], "plan", PLAN)
+    rule plan:
+        """The plan: resolved arms, session order, instruments, the bar and its sha256."""
+        output:
+            f"{R}/plan.json",
+        log:
+            f"{R}/logs/plan.log",
+        localrule: True
+        conda:
+            "../../envs/workflow.yaml"
+        params:
+            # what is planned; the workflow commit is recorded, but a new commit alone (say, the
+            # one that publishes the results) does not re-plan
+            plan=json.dumps({k: v for k, v in PLAN.items() if k != "workflow"}, sort_keys=True),
+        run:
+            knee_config.write_plan(output[0], PLAN)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import subprocess
@@ -13,35 +12,7 @@ from pathlib import Path
 
 from knee.runtime.endpoint import Served
 
-SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "AUTH", "CREDENTIAL")
 PR_SET_PDEATHSIG = 1
-
-
-def redact(env: dict[str, str]) -> dict[str, str]:
-    return {k: ("<redacted>" if any(w in k.upper() for w in SECRET_WORDS) else v)
-            for k, v in env.items()}
-
-
-def _flag_value(value) -> str:
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(",", ":"), sort_keys=True)
-    return str(value)
-
-
-def server_argv(python: str, arm: dict, model_path: str, served_name: str,
-                host: str, port: int) -> list[str]:
-    """The engine's argv as a list: never a shell string built from config."""
-    argv = [python, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", model_path, "--served-model-name", served_name,
-            "--host", host, "--port", str(port)]
-    for flag, value in sorted(arm.get("args", {}).items()):
-        if value is True:
-            argv.append(f"--{flag}")
-        elif value is not False and value is not None:
-            argv += [f"--{flag}", _flag_value(value)]
-    if arm.get("speculative_config"):
-        argv += ["--speculative-config", _flag_value(arm["speculative_config"])]
-    return argv
 
 
 def _child_setup(cpus: list[int] | None):

@@ -1,0 +1,212 @@
+"""The two arms: resolved from the config, checked to differ in exactly the declared variable,
+and turned into what the engine sees (its argv and environment)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from knee import secrets
+from knee.jsonio import KneeError
+
+ARMS = ("control", "candidate")
+NO_VARIABLE = "none"  # an A/A experiment: the two arms are identical
+# flags knee sets itself, and where the config sets what they carry
+OWNED_FLAGS = {
+    "host": "runtime.host", "port": "runtime.port", "uds": "runtime.host",
+    "model": "model.path", "served-model-name": "model.name",
+    "speculative-config": "speculative_config (a mapping)",
+}
+OWNED_ENV = {"VLLM_CACHE_ROOT": "runtime.cache_dir"}
+_ABSENT = object()
+
+
+def variables(variable: str | list[str]) -> list[str]:
+    """The declared variable as a list of dotted settings ([] for an A/A experiment)."""
+    if variable == NO_VARIABLE:
+        return []
+    return [variable] if isinstance(variable, str) else list(variable)
+
+
+def shown_variable(variable: str | list[str]) -> str:
+    return variable if isinstance(variable, str) else " + ".join(variable)
+
+
+def variable_values(plan: dict) -> dict[str, Any]:
+    """Each arm's value of the declared variable (a list of values for a list of settings)."""
+    out = {}
+    for arm in ARMS:
+        values = [flatten(plan["arms"][arm]).get(v) for v in variables(plan["variable"])]
+        out[arm] = values if isinstance(plan["variable"], list) else (values or [None])[0]
+    return out
+
+
+def deep_merge(base: Any, over: Any) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = copy.deepcopy(base)
+        for k, v in over.items():
+            out[k] = deep_merge(base.get(k), v) if k in base else copy.deepcopy(v)
+        return out
+    return copy.deepcopy(over)
+
+
+def resolve_arms(config: dict) -> dict[str, dict]:
+    base = {"env": {}, "args": {}, "speculative_config": None, **config["server"]}
+    return {arm: deep_merge(base, config["arms"].get(arm) or {}) for arm in ARMS}
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted paths to leaves; lists are leaves (a schedule is one value)."""
+    if isinstance(data, dict) and data:
+        out: dict[str, Any] = {}
+        for k, v in data.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: data}
+
+
+def typed(value: Any) -> str:
+    """A value with its type: 0, 0.0, false and "0" are four different settings."""
+    return json.dumps(value, sort_keys=True)
+
+
+def differences(a: dict, b: dict) -> list[tuple[str, Any, Any]]:
+    """Settings whose values differ, with their types (an absent setting reads as null, as
+    the engine sees it)."""
+    fa, fb = flatten(a), flatten(b)
+    return [(key, fa.get(key), fb.get(key)) for key in sorted(set(fa) | set(fb))
+            if typed(fa.get(key)) != typed(fb.get(key))]
+
+
+def in_variable(key: str, variable: str | list[str]) -> bool:
+    """Whether a dotted setting is (one of) the declared variable(s)."""
+    return any(key == v or key.startswith(v + ".") for v in variables(variable))
+
+
+def leaf(arm: dict, path: str) -> Any:
+    node: Any = arm
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _ABSENT
+        node = node[part]
+    return node
+
+
+def check_leaves(arms: dict[str, dict], variable: str | list[str], source: str) -> None:
+    """Each declared variable names one setting, not a group of them."""
+    for v in variables(variable):
+        for arm in ARMS:
+            value = leaf(arms[arm], v)
+            if isinstance(value, dict) and value:
+                raise KneeError(
+                    f"{source}: variable: {v!r} is a group of {len(value)} settings in the "
+                    f"{arm} arm ({', '.join(sorted(value))}): name the one that changes, e.g. "
+                    f"{v}.{sorted(value)[0]}, or list each that must: variable: [{v}.a, {v}.b]")
+
+
+def check_one_variable(arms: dict[str, dict], variable: str | list[str],
+                       source: str = "config") -> None:
+    """Refuse arms that differ anywhere but the declared variable (values compared with their
+    types), or not in each declared setting; then compare what the engine would see."""
+    check_leaves(arms, variable, source)
+    diffs = differences(arms["control"], arms["candidate"])
+    outside = [d for d in diffs if not in_variable(d[0], variable)]
+    if outside:
+        rows = "\n  ".join(f"{k}: control={c!r} candidate={v!r}" for k, c, v in outside)
+        what = ("variable none (an A/A experiment): the arms must be identical, they differ"
+                if variable == NO_VARIABLE else
+                f"arms differ outside the declared variable {shown_variable(variable)!r}")
+        raise KneeError(f"{source}: {what}:\n  {rows}")
+    for v in variables(variable):
+        if not any(in_variable(d[0], v) for d in diffs):
+            hint = ("drop it from the list" if isinstance(variable, list) else
+                    "for an A/A experiment, declare variable: none")
+            raise KneeError(f"{source}: arms do not differ in the declared variable {v!r} "
+                            f"({hint})")
+    check_engine_view(arms, variable, source)
+
+
+def substituted(arm: dict, other: dict, variable: str | list[str]) -> dict:
+    """arm with the declared settings taken from other."""
+    out = copy.deepcopy(arm)
+    for v in variables(variable):
+        *parents, last = v.split(".")
+        node = out
+        for part in parents:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        value = leaf(other, v)
+        if value is _ABSENT:
+            node.pop(last, None)
+        else:
+            node[last] = copy.deepcopy(value)
+    return out
+
+
+def engine_view(arm: dict) -> tuple[list[str], dict, list[str]]:
+    """What the engine is started with, apart from where it runs."""
+    return (server_argv("python", arm, "MODEL", "NAME", "HOST", 0),
+            dict(sorted(arm.get("env", {}).items())), sorted(arm.get("secret_env", [])))
+
+
+def check_engine_view(arms: dict[str, dict], variable: str | list[str], source: str) -> None:
+    """With the declared settings put back to the control's, the candidate's engine must get
+    exactly the control's argv and environment."""
+    control = engine_view(arms["control"])
+    candidate = engine_view(substituted(arms["candidate"], arms["control"], variable))
+    if control != candidate:
+        raise KneeError(f"{source}: outside the declared variable the engine would still be "
+                        f"started differently:\n  control:   {control}\n  candidate: {candidate}")
+
+
+def check_server(server: dict, where: str, source: str) -> None:
+    """Flags knee owns, and credentials written into the config, are refused."""
+    for flag in server.get("args") or {}:
+        if flag in OWNED_FLAGS:
+            raise KneeError(f"{source}: {where}.args.{flag}: knee sets --{flag} itself; set "
+                            f"{OWNED_FLAGS[flag]} instead")
+    for name, value in (server.get("env") or {}).items():
+        if name in OWNED_ENV:
+            raise KneeError(f"{source}: {where}.env.{name}: knee sets it itself; set "
+                            f"{OWNED_ENV[name]} instead")
+        why = secrets.why_secret(value) or (secrets.secret_name(name) and "a credential's name")
+        if why:
+            raise KneeError(f"{source}: {where}.env.{name}: the value looks like a credential "
+                            f"({why}); a secret never goes into a config: name it in "
+                            f"{where}.secret_env: [{name}] and set it in knee's environment")
+    for flag, value in (server.get("args") or {}).items():
+        why = secrets.why_secret(typed(value))
+        if why:
+            raise KneeError(f"{source}: {where}.args.{flag}: the value looks like a credential "
+                            f"({why}); pass it through an environment variable named in "
+                            f"{where}.secret_env")
+
+
+def check_servers(config: dict, source: str) -> None:
+    check_server(config["server"], "server", source)
+    for arm in ARMS:
+        check_server(config["arms"].get(arm) or {}, f"arms.{arm}", source)
+
+
+def _flag_value(value) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return str(value)
+
+
+def server_argv(python: str, arm: dict, model_path: str, served_name: str,
+                host: str, port: int) -> list[str]:
+    """The engine's argv as a list: never a shell string built from config."""
+    argv = [python, "-m", "vllm.entrypoints.openai.api_server",
+            "--model", model_path, "--served-model-name", served_name,
+            "--host", host, "--port", str(port)]
+    for flag, value in sorted(arm.get("args", {}).items()):
+        if value is True:
+            argv.append(f"--{flag}")
+        elif value is not False and value is not None:
+            argv += [f"--{flag}", _flag_value(value)]
+    if arm.get("speculative_config"):
+        argv += ["--speculative-config", _flag_value(arm["speculative_config"])]
+    return argv

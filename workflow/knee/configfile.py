@@ -1,0 +1,199 @@
+"""Read an experiment file: plain YAML data only, nothing evaluated, nothing ambiguous.
+
+Snakemake's own config loader evaluates YTE templates (Python expressions) and lets a later
+duplicate key win silently; knee reads its experiment files itself, and the Snakefile gets the
+config only through this module (see workflow/rules/load.smk).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from knee.jsonio import KneeError
+
+MAX_BYTES = 1 << 20
+MAX_ALIASES = 64
+MAX_NODES = 20_000  # values after aliases are expanded; a config has a few hundred
+# control characters: a newline in a name splits a shell command; multi-line text only here
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+MULTILINE = {"question"}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that counts aliases and refuses duplicate and non-string keys."""
+
+    def __init__(self, stream: str, source: str):
+        super().__init__(stream)
+        self.source = source
+        self.aliases = 0
+
+    def at(self, mark) -> str:
+        return f"{self.source}:{mark.line + 1}:{mark.column + 1}"
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                mark = self.peek_event().start_mark
+                raise KneeError(f"{self.at(mark)}: more than {MAX_ALIASES} YAML aliases (*name): "
+                                "write the values out")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise KneeError(f"{self.at(key_node.start_mark)}: key {key_node.value!r} is read "
+                                f"as {type(key).__name__} {key!r}, not text: quote it")
+            if key in seen:
+                raise KneeError(f"{self.at(key_node.start_mark)}: duplicate key {key!r} (first "
+                                f"at line {seen[key].line + 1}): YAML keeps only one of them")
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep)
+
+
+def expanded_size(node: yaml.Node, source: str, memo: dict[int, int] | None = None,
+                  open_: frozenset[int] = frozenset()) -> int:
+    """How many values a node becomes once its aliases are expanded (memoized: fast even for
+    an alias bomb, which is refused by this count)."""
+    memo = {} if memo is None else memo
+    if id(node) in open_:
+        raise KneeError(f"{source}:{node.start_mark.line + 1}: a YAML alias refers to a value "
+                        "that contains it (a recursive structure)")
+    if id(node) not in memo:
+        inner = open_ | {id(node)}
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            children = []
+        memo[id(node)] = 1 + sum(expanded_size(c, source, memo, inner) for c in children)
+    return memo[id(node)]
+
+
+def text_of(path: Path | str) -> str:
+    path = Path(path)
+    try:
+        data = path.read_bytes() if path.stat().st_size <= MAX_BYTES else None
+    except OSError as e:
+        raise KneeError(f"{path}: cannot read config: {e.strerror or e}") from None
+    if data is None:
+        raise KneeError(f"{path}: {path.stat().st_size} bytes is more than a config file's "
+                        f"limit of {MAX_BYTES}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise KneeError(f"{path}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
+                        f"{e.start})") from None
+
+
+def parse(text: str, source: str) -> Any:
+    loader = _Loader(text, source)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        size = expanded_size(node, source)
+        if size > MAX_NODES:
+            raise KneeError(f"{source}: the file expands to {size} values through its YAML "
+                            f"aliases (limit {MAX_NODES}): write the values out")
+        return loader.construct_document(node)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        raise KneeError(f"{where}: not valid YAML: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise KneeError(f"{source}: not valid YAML: {e}") from None
+    finally:
+        loader.dispose()
+
+
+def plain(value: Any, path: str, source: str) -> None:
+    """Only JSON data: text without control characters, finite numbers, lists and mappings."""
+    key = path or "(top level)"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if CONTROL.search(k) or "\n" in k:
+                raise KneeError(f"{source}: {key}: key {k!r} holds a control character")
+            plain(v, f"{path}.{k}" if path else k, source)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            plain(v, f"{path}[{i}]", source)
+    elif isinstance(value, str):
+        if CONTROL.search(value) or ("\n" in value and path not in MULTILINE):
+            raise KneeError(f"{source}: {key}: {value!r} holds a control character or a line "
+                            "break")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise KneeError(f"{source}: {key}: {value!r} is not a finite number")
+    elif value is not None and not isinstance(value, (bool, int, float)):
+        raise KneeError(f"{source}: {key}: {value!r} is a {type(value).__name__}, which a "
+                        "config does not hold (quote it to make it text)")
+
+
+def load(path: Path | str) -> dict:
+    """The experiment file at path as plain data. Raises KneeError naming file, line, key."""
+    source = str(path)
+    data = parse(text_of(path), source)
+    if not isinstance(data, dict):
+        raise KneeError(f"{source}: a config is a mapping of keys, got "
+                        f"{type(data).__name__ if data is not None else 'an empty file'}")
+    if "__use_yte__" in data:
+        raise KneeError(f"{source}: __use_yte__: knee does not evaluate templates in a config "
+                        "(they run code); write plain values")
+    plain(data, "", source)
+    return data
+
+
+COMMAND_LINE = ("experiment", "name", "experiments")
+
+
+def check_name(name: Any, source: str) -> str:
+    from knee.jsonio import load_schema
+
+    pattern = load_schema("config")["properties"]["name"]["pattern"]
+    if not isinstance(name, str) or not re.fullmatch(pattern.rstrip("$"), name):
+        raise KneeError(f"{source}: {name!r} is not an experiment name (letters, digits, '.', "
+                        "'_' and '-', starting with a letter or digit)")
+    return name
+
+
+def take(given: dict, configfiles: list[str], default: str) -> tuple[dict, str]:
+    """The config a Snakemake invocation asks for, and where it came from: the experiment file
+    (--config experiment=FILE, else the default) as knee reads it, with --config name=NAME over
+    it; or a list of experiment files (--config experiments=[A,B], or a file holding only an
+    `experiments:` list)."""
+    if configfiles:
+        raise KneeError(
+            f"--configfile {' '.join(configfiles)}: knee reads the experiment file itself; run "
+            f"`snakemake --config experiment={configfiles[0]}` (Snakemake's --configfile loader "
+            "evaluates YTE templates, which run code, before any check)")
+    extra = [k for k in given if k not in COMMAND_LINE]
+    if extra:
+        raise KneeError(f"--config {extra[0]}={given[extra[0]]!r}: not a command-line setting; "
+                        "knee takes every setting from the experiment file (--config accepts "
+                        "experiment=FILE, name=NAME, or experiments=[FILE,...])")
+    if "experiments" in given:
+        if len(given) > 1:
+            raise KneeError("--config experiments=[...] runs each file as it is: it takes no "
+                            "experiment= or name=")
+        return {"experiments": given["experiments"]}, "--config experiments"
+    source = str(given.get("experiment", default))
+    data = load(source)
+    if "experiments" in data:
+        if len(data) > 1 or "name" in given:
+            raise KneeError(f"{source}: a file with an experiments list holds nothing else, and "
+                            "takes no --config name=")
+        return data, source
+    if "name" in given:
+        data["name"] = check_name(given["name"], f"--config name={given['name']!r}")
+    return data, source

@@ -1,0 +1,86 @@
+"""The paths and CPUs a config names, checked against this machine before anything runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from knee.jsonio import KneeError
+
+# directories a config must never hand to the engine (read, or mount read-write)
+SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/root", "/run",
+          "/sbin", "/srv", "/sys", "/usr", "/var/lib", "/var/run")
+
+
+def inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_dir(value: str, key: str, source: str) -> Path:
+    """A directory setting: never the root, a top-level or system directory, the working
+    directory, the home directory or one that contains them."""
+    path = (Path.cwd() / value).resolve()
+    reason = None
+    if len(path.parts) <= 2:
+        reason = "the root or a top-level directory"
+    elif any(inside(path, Path(s)) for s in SYSTEM):
+        reason = "a system directory"
+    elif inside(Path.cwd().resolve(), path):
+        reason = "the working directory or one that contains it"
+    elif inside(Path.home().resolve(), path):
+        reason = "the home directory or one that contains it"
+    if reason:
+        raise KneeError(f"{source}: {key}: {value!r} resolves to {path}, {reason}: point it at "
+                        "a directory of its own")
+    return path
+
+
+def check_model_dir(value: str, key: str, source: str) -> None:
+    """A model given by path is a directory holding the model's config.json."""
+    path = check_dir(value, key, source)
+    if not (path / "config.json").is_file():
+        what = "does not exist" if not path.exists() else "holds no config.json"
+        raise KneeError(f"{source}: {key}: {value!r} {what}: a model is a directory with its "
+                        "config.json, weights and tokenizer")
+
+
+def check_prompts(fixture: dict, source: str) -> None:
+    folder = check_dir(fixture["prompt_dir"], "instruments.fixture.prompt_dir", source)
+    if not folder.is_dir():
+        raise KneeError(f"{source}: instruments.fixture.prompt_dir: {fixture['prompt_dir']!r} "
+                        "is not a directory")
+    for i, name in enumerate(fixture["classes"]):
+        if not any(p.is_file() for p in (folder / name).glob("*.txt")):
+            have = sorted(p.name for p in folder.iterdir() if p.is_dir())
+            raise KneeError(f"{source}: instruments.fixture.classes[{i}]: {name!r} has no "
+                            f"prompts ({fixture['prompt_dir']}/{name}/*.txt); classes there: "
+                            f"{have}")
+
+
+def check_cpus(cpus: list[int] | None, source: str) -> None:
+    usable = sorted(os.sched_getaffinity(0))
+    for i, cpu in enumerate(cpus or []):
+        if cpu not in usable:
+            raise KneeError(f"{source}: runtime.engine_cpus[{i}]: CPU {cpu} is not one this "
+                            f"machine lets knee use ({usable})")
+
+
+def check(config: dict, source: str) -> None:
+    """Every path and CPU of a validated config, on this machine. A session run elsewhere (a
+    Slurm job) checks its model and CPUs again on its node before it boots."""
+    rt = config["runtime"]
+    if rt["kind"] == "docker" and "image" not in rt:
+        raise KneeError(f"{source}: runtime.image: the docker runtime needs an image "
+                        "({ref, digest}) to boot")
+    check_dir(rt["cache_dir"], "runtime.cache_dir", source)
+    fixture = config["instruments"].get("fixture")
+    if fixture:
+        check_prompts(fixture, source)
+    path = config["model"].get("path")
+    if path is not None:
+        if rt["kind"] == "process":
+            check_model_dir(path, "model.path", source)
+        else:
+            check_dir(path, "model.path", source)
+    if "session_resources" not in rt:
+        check_cpus(rt.get("engine_cpus"), source)

@@ -1,0 +1,33 @@
+# The config, read by knee itself (knee.configfile: plain YAML, no templates, duplicate keys
+# refused): `snakemake --config experiment=FILE [name=NAME]`, the default file otherwise, or
+# `--config experiments=[A,B]`. Snakemake's --configfile is refused: its loader evaluates YTE
+# templates before the workflow could check the file.
+import os
+
+from knee import configfile as knee_configfile
+from knee.jsonio import KneeError
+
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+def shown_path(path):
+    """A path as plans and READMEs show it: relative to the working directory when inside."""
+    rel = os.path.relpath(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+# one of several experiments run together: a module of workflow/rules/experiments.smk
+IN_MODULE = "knee_source" in config
+if IN_MODULE:
+    CONFIG_SOURCE = config.pop("knee_source")
+else:
+    try:
+        _loaded, CONFIG_SOURCE = knee_configfile.take(
+            dict(config),
+            [shown_path(f) for f in workflow.overwrite_configfiles],
+            DEFAULT_CONFIG,
+        )
+    except KneeError as e:
+        raise WorkflowError(str(e)) from None
+    config.clear()
+    config.update(_loaded)
