@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CONFIG ?= config/config.yaml
-# results/ksched-cpu holds the published example run; `make run` measures into results/$(NAME)
-NAME ?= ksched-cpu-local
+# `make run` measures into results/<the config's name>-local, so that a published
+# results/<name> (e.g. results/ksched-cpu) stays as it was measured
+NAME ?= $(shell $(BIN)/knee validate-config --print-name $(CONFIG))-local
 
 .PHONY: run test lint venv clean-venv
 

@@ -30,7 +30,7 @@ def cmd_validate_config(a) -> int:
 
     cfg = config.load(a.config)
     config.make_plan(cfg, str(a.config))
-    print(f"{a.config}: valid")
+    print(cfg["name"] if a.print_name else f"{a.config}: valid")
     return 0
 
 
@@ -224,7 +224,8 @@ def parser() -> argparse.ArgumentParser:
         p.set_defaults(fn=fn)
 
     req = {"type": P, "required": True}
-    add("validate-config", cmd_validate_config, ("config", {"type": P}))
+    add("validate-config", cmd_validate_config, ("config", {"type": P}),
+        ("--print-name", {"action": "store_true", "help": "print only the experiment's name"}))
     add("plan", cmd_plan, ("--config", req), ("--out", req))
     add("engine-info", cmd_engine_info, ("--python", {"required": True}), ("--out", req))
     add("image", cmd_image, ("--plan", req), ("--out", req))

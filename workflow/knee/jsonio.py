@@ -72,7 +72,14 @@ def explain(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
         error.message = (f"give exactly one of {keys}, not both" if "each of" in error.message
                          else f"give one of {keys}")
         return error
-    typed = [c for c in error.context if c.validator != "type"]
+    # the form the value has (its own type fits): an error inside it, or on its value
+    typed = [c for c in error.context
+             if c.validator != "type" or len(c.absolute_path) > len(error.absolute_path)]
+    mistyped = {c.relative_schema_path[0] for c in error.context
+                if c.validator == "type" and len(c.absolute_path) == len(error.absolute_path)}
+    fitting = [c for c in typed if "type" in forms[c.relative_schema_path[0]]
+               and c.relative_schema_path[0] not in mistyped]
+    typed = fitting or typed
     if typed:
         return explain(max(typed, key=lambda c: len(c.absolute_path)))
     types = [t for f in forms for t in ([f["type"]] if isinstance(f.get("type"), str) else

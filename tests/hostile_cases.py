@@ -1,0 +1,248 @@
+"""Bad experiment files, as a careless or hostile user writes them: each with the words its
+refusal must contain. Used by tests/test_hostile.py and bench/hostile_configs.py."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+HF = "hf_" + "Qm7cR2xLp9Vt4Kz8Nw3Bj6Hs1Dy5Fg0Ua"
+
+
+@dataclass
+class Case:
+    id: str
+    change: Callable[[dict], object] | str | bytes  # a mutation of the default, or a file
+    expect: str  # a regular expression the message must match
+
+    def file(self, name: str) -> bytes:
+        """The config file of this case (its experiment name made unique)."""
+        if isinstance(self.change, bytes):
+            return self.change
+        if isinstance(self.change, str):
+            return self.change.replace("NAME", name).encode()
+        cfg = copy.deepcopy(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
+        cfg["name"] = name
+        self.change(cfg)
+        return yaml.safe_dump(cfg, allow_unicode=True).encode()
+
+
+def at(cfg: dict, path: str):
+    """The parent container and the last key of a dotted path (with [i] for list items)."""
+    parts = [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", path)]
+    node = cfg
+    for p in parts[:-1]:
+        if isinstance(node, dict):
+            node = node.setdefault(p, {})
+        else:
+            node = node[p]
+    return node, parts[-1]
+
+
+def S(path: str, value) -> Callable[[dict], None]:  # noqa: N802
+    def change(cfg: dict) -> None:
+        node, key = at(cfg, path)
+        node[key] = value
+    return change
+
+
+def D(path: str) -> Callable[[dict], None]:  # noqa: N802
+    def change(cfg: dict) -> None:
+        node, key = at(cfg, path)
+        del node[key]
+    return change
+
+
+def all_of(*changes) -> Callable[[dict], None]:
+    def change(cfg: dict) -> None:
+        for c in changes:
+            c(cfg)
+    return change
+
+
+def default_text() -> str:
+    return (ROOT / "config" / "config.yaml").read_text().replace("name: ksched-cpu", "name: NAME")
+
+
+BOMB = "name: NAME\n" + "".join(
+    f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10) if i else ', '.join(['x'] * 10)}]\n"
+    for i in range(6))
+ALIASES = "name: NAME\na: &a x\nb: [" + ", ".join(["*a"] * 70) + "]\n"
+CAND = "arms.candidate"
+RULE = "bar.rules[1]"
+
+CASES = [
+    # the file itself
+    Case("duplicate-key", default_text() + "name: other\n", r":\d+:1: duplicate key 'name'"),
+    Case("duplicate-nested-key",
+         default_text().replace("    seed: 0\n", "    seed: 0\n    seed: 1\n", 1),
+         r"duplicate key 'seed'"),
+    Case("yte-template", "__use_yte__: true\nname: ?'NAME'\n", r"__use_yte__: knee does not "
+         "evaluate templates"),
+    Case("alias-bomb", BOMB, r"expands to \d+ values through its YAML aliases"),
+    Case("too-many-aliases", ALIASES, r"more than 64 YAML aliases"),
+    Case("recursive-alias", "name: NAME\na: &a [*a]\n", r"recursive"),
+    Case("not-utf8", b"name: \xff\xfe\n", r":1: not UTF-8 text \(byte 0xff"),
+    Case("yaml-syntax", "name: NAME\nserver: [args\n", r":3:1: not valid YAML"),
+    Case("tab-indent", "name: NAME\nserver:\n\targs: {}\n", r":3:1: not valid YAML"),
+    Case("top-level-list", "- name: NAME\n", r"a config is a mapping of keys, got list"),
+    Case("empty-file", "", r"got an empty file"),
+    Case("python-tag", "name: !!python/object/apply:os.system ['true']\n",
+         r":1:7: not valid YAML: .*constructor"),
+    Case("bool-key", default_text() + "on: 1\n", r"key 'on' is read as bool True"),
+    Case("int-key", default_text().replace("  control: {}", "  1: {}"), r"key '1' is read as int"),
+    Case("date-value", default_text().replace("question: >-", "question: 2026-11-30\nx: >-"),
+         r"question: datetime.date.* is a date"),
+    Case("binary-value", "name: NAME\nquestion: !!binary aGVsbG8=\n", r"question: .* is a bytes"),
+    Case("huge-file", "name: NAME\nquestion: '" + "x" * (1 << 20) + "'\n", r"bytes is more than"),
+    Case("inf-alpha", S("bar.alpha", float("inf")), r"bar.alpha: inf is not a finite number"),
+    Case("nan-timeout", S("runtime.boot_timeout_s", float("nan")),
+         r"runtime.boot_timeout_s: nan is not a finite number"),
+    Case("inf-within", S("bar.rules[0].within_pct", float("-inf")), r"not a finite number"),
+    Case("control-char-name", S("name", "ksched\x07cpu"), r"name: .* control character"),
+    Case("newline-name", S("name", "ksched-cpu\n"), r"name: .* line break"),
+    Case("nul-in-question", S("question", "why\x00"), r"question: .* control character"),
+    # numbers: integers where counts are meant, finite and bounded
+    Case("pairs-float", S("protocol.pairs", 2.0), r"protocol.pairs: 2.0 is not integer or object"),
+    Case("pairs-bool", S("protocol.pairs", True), r"protocol.pairs: True is not integer or object"),
+    Case("pairs-zero", S("protocol.pairs", 0), r"protocol.pairs: 0 is less than the minimum of 1"),
+    Case("pairs-too-many", S("protocol.pairs", 21), r"protocol.pairs: 21 is greater than"),
+    Case("pairs-min-over-max", S("protocol.pairs", {"min": 3, "max": 2}),
+         r"protocol.pairs: min 3 is more than max 2"),
+    Case("pairs-min-float", S("protocol.pairs", {"min": 2.0, "max": 3}),
+         r"protocol.pairs.min: 2.0 is not of type 'integer'"),
+    Case("concurrency-floats", S("instruments.sweep.concurrency", [1.0, 2.0]),
+         r"instruments.sweep.concurrency\[0\]: 1.0 is not of type 'integer'"),
+    Case("concurrency-zero", S("instruments.sweep.concurrency", [0, 2]),
+         r"concurrency\[0\]: 0 is less than the minimum of 1"),
+    Case("concurrency-huge", S("instruments.sweep.concurrency", [1, 5000]),
+         r"concurrency\[1\]: 5000 is greater than the maximum"),
+    Case("concurrency-empty", S("instruments.sweep.concurrency", []),
+         r"instruments.sweep.concurrency: \[\] should be non-empty"),
+    Case("concurrency-repeated", S("instruments.sweep.concurrency", [1, 1]),
+         r"instruments.sweep.concurrency: .* non-unique"),
+    Case("output-tokens-huge", S("instruments.sweep.output_tokens", 10**12),
+         r"instruments.sweep.output_tokens: 1000000000000 is greater than the maximum"),
+    Case("runs-zero", S("instruments.sweep.runs", 0), r"instruments.sweep.runs: 0 is less"),
+    Case("boot-timeout-negative", S("runtime.boot_timeout_s", -1),
+         r"runtime.boot_timeout_s: -1 is less than or equal to the minimum of 0"),
+    Case("request-timeout-huge", S("instruments.request_timeout_s", 1e9),
+         r"instruments.request_timeout_s: 1000000000.0 is greater than the maximum"),
+    Case("depths-huge", S("instruments.depth.depths", [64, 10**9]),
+         r"instruments.depth.depths\[1\]: 1000000000 is greater than the maximum"),
+    Case("temperature-huge", S("instruments.probe.temperatures", [0.0, 50]),
+         r"instruments.probe.temperatures\[1\]: 50 is greater than the maximum of 2"),
+    Case("depth-over-context", S("instruments.depth.depths", [64, 2000]),
+         r"instruments.depth.depths\[1\]: 2000 \+ output_tokens 128 exceeds"),
+    # names and keys
+    Case("unknown-key", S("instruments.sweep.concurency", [1]), r"'concurency' was unexpected"),
+    Case("unknown-top-key", S("experiment", "x"), r"'experiment' was unexpected"),
+    Case("name-slash", S("name", "a/b"), r"name: 'a/b' does not match"),
+    Case("name-dot-first", S("name", ".hidden"), r"name: '.hidden' does not match"),
+    Case("name-too-long", S("name", "n" * 101), r"name: 'n+' is too long"),
+    Case("class-traversal", S("instruments.fixture.classes", ["../etc"]),
+         r"instruments.fixture.classes\[0\]: '../etc' does not match"),
+    Case("env-name-bad", S("server.env", {"1BAD": "x"}), r"server.env: '1BAD' does not match"),
+    Case("secret-env-name-bad", S("server.secret_env", ["HF-TOKEN"]),
+         r"server.secret_env\[0\]: 'HF-TOKEN' does not match"),
+    Case("host-with-flag", S("runtime.host", "127.0.0.1 --x"), r"runtime.host: .* does not match"),
+    Case("slurm-extra-shell", S("runtime.session_resources", {"slurm_extra": "; rm -rf ~"}),
+         r"runtime.session_resources.slurm_extra: .* does not match"),
+    Case("gpus-shell", S("runtime.gpus", "all; reboot"),
+         r"runtime.gpus: 'all; reboot' does not match"),
+    Case("order-twice", S("protocol.order", ["control", "control"]),
+         r"protocol.order: .* non-unique"),
+    Case("order-unknown", S("protocol.order", "random"), r"protocol.order: 'random' is not one"),
+    # the one-variable rule
+    Case("seed-false-vs-zero", S(f"{CAND}.args", {"seed": False}),
+         r"args.seed: control=0 candidate=False"),
+    Case("seed-text-vs-number", S(f"{CAND}.args", {"seed": "0"}),
+         r"args.seed: control=0 candidate='0'"),
+    Case("seqs-float-vs-int", S(f"{CAND}.args", {"max-num-seqs": 16.0}),
+         r"args.max-num-seqs: control=16 candidate=16.0"),
+    Case("variable-group", S("variable", "speculative_config"),
+         r"variable: 'speculative_config' is a group of \d+ settings"),
+    Case("variable-args", all_of(S("variable", "args"), S(f"{CAND}.args", {"seed": 1})),
+         r"variable: 'args' is a group of 4 settings"),
+    Case("variable-other-leaf", S("variable", "speculative_config.num_speculative_tokens"),
+         r"differ outside the declared variable"),
+    Case("variable-list-idle", S("variable", [
+        "speculative_config.num_speculative_tokens_per_batch_size", "args.seed"]),
+         r"do not differ in the declared variable 'args.seed' \(drop it"),
+    Case("variable-none-differs", S("variable", "none"), r"variable none .* they differ"),
+    Case("variable-bad-root", S("variable", "runtime.port"),
+         r"variable: 'runtime.port' does not match"),
+    # flags knee owns
+    Case("args-host", S("server.args.host", "0.0.0.0"), r"server.args.host: knee sets --host"),
+    Case("args-port", S("server.args.port", 80), r"server.args.port: knee sets --port"),
+    Case("args-model", S("server.args.model", "/other"), r"server.args.model: knee sets --model"),
+    Case("args-served-name", S(f"{CAND}.args", {"served-model-name": "x"}),
+         r"arms.candidate.args.served-model-name: knee sets"),
+    Case("args-spec-config", S("server.args.speculative-config", "{}"),
+         r"set speculative_config \(a mapping\)"),
+    Case("env-cache-root", S("server.env.VLLM_CACHE_ROOT", "/tmp/x"),
+         r"server.env.VLLM_CACHE_ROOT: knee sets it itself"),
+    # secrets belong in secret_env
+    Case("env-hf-token", S("server.env.HF_TOKEN", HF), r"server.env.HF_TOKEN: .*secret_env"),
+    Case("env-token-under-extra", S("server.env.EXTRA", HF), r"server.env.EXTRA: .*secret_env"),
+    Case("env-database-url", S("server.env.DATABASE_URL", "postgres://u:pw@db/x"),
+         r"DATABASE_URL: .*a URL with a user and password"),
+    Case("env-proxy-creds", S("server.env.HTTPS_PROXY", "http://me:s3cret@proxy:3128"),
+         r"HTTPS_PROXY: .*secret_env"),
+    Case("env-pat-name", S("server.env.GITHUB_PAT", "abc"), r"GITHUB_PAT: .*a credential's name"),
+    Case("env-cookie", S(f"{CAND}.env", {"COOKIE": "x"}), r"arms.candidate.env.COOKIE"),
+    Case("args-api-key", S("server.args.api-key", "sk-abcdefghijklmnop"),
+         r"server.args.api-key: the value looks like a credential"),
+    # the machine: paths, CPUs, runtime
+    Case("docker-no-image", S("runtime.kind", "docker"),
+         r"runtime.image: the docker runtime needs"),
+    Case("image-digest-bad", all_of(S("runtime.kind", "docker"), S("runtime.image", {
+        "ref": "r/x:1", "digest": "sha256:abc"})), r"runtime.image.digest: 'sha256:abc' does not"),
+    Case("cache-dir-root", S("runtime.cache_dir", "/"), r"runtime.cache_dir: '/' .* the root"),
+    Case("cache-dir-etc", S("runtime.cache_dir", "/etc/vllm"), r"a system directory"),
+    Case("cache-dir-workdir", S("runtime.cache_dir", "."), r"the working directory"),
+    Case("prompt-dir-missing", S("instruments.fixture.prompt_dir", "config/nope"),
+         r"instruments.fixture.prompt_dir: 'config/nope' is not a directory"),
+    Case("fixture-class-missing", S("instruments.fixture.classes", ["shell", "poetry"]),
+         r"instruments.fixture.classes\[1\]: 'poetry' has no prompts"),
+    Case("model-path-root", all_of(D("model.generate"), S("model.path", "/")),
+         r"model.path: '/' .* the root"),
+    Case("model-path-missing", all_of(D("model.generate"), S("model.path", "models/nope")),
+         r"model.path: 'models/nope' does not exist"),
+    Case("model-path-not-model", all_of(D("model.generate"), S("model.path", "config")),
+         r"model.path: 'config' holds no config.json"),
+    Case("engine-cpu-absent", S("runtime.engine_cpus", [999]),
+         r"runtime.engine_cpus\[0\]: CPU 999 is not one"),
+    Case("engine-cpu-negative", S("runtime.engine_cpus", [-1]), r"engine_cpus\[0\]: -1 is less"),
+    # the bar
+    Case("rule-both-kinds", S(f"{RULE}.within_pct", 2),
+         r"bar.rules\[1\]: give exactly one of within_pct or min_gain_pct, not both"),
+    Case("rule-no-kind", D(f"{RULE}.min_gain_pct"),
+         r"bar.rules\[1\]: give one of within_pct or min_gain_pct"),
+    Case("rule-point-unmeasured", S(f"{RULE}.point", 32), r"bar.rules\[1\].point: 32 is not"),
+    Case("rule-instrument-absent", all_of(D("instruments.depth"), S(f"{RULE}.instrument", "depth"),
+                                          S(f"{RULE}.point", 64)),
+         r"bar.rules\[1\].instrument: 'depth' is not configured"),
+    Case("bar-pairs", S("bar.pairs", "all"), r"bar.pairs: 'all' is no longer a setting"),
+    Case("alpha-too-big", S("bar.alpha", 0.5), r"bar.alpha: 0.5 is greater than the maximum"),
+    Case("within-zero", S("bar.rules[0].within_pct", 0), r"within_pct: 0 is less than or equal"),
+]
+
+# refused on the command line (Snakemake only): the arguments after `snakemake -n`
+COMMAND_LINE = [
+    ("configfile", ["--configfile", "config/config.yaml"], r"--configfile config/config.yaml: "
+     r"knee reads the experiment file itself"),
+    ("config-other-key", ["--config", "pairs=1"], r"--config pairs=1: not a command-line setting"),
+    ("config-bad-name", ["--config", "name=a/b"], r"--config name='a/b': 'a/b' is not an "
+     r"experiment name"),
+    ("config-missing-file", ["--config", "experiment=config/nope.yaml"],
+     r"config/nope.yaml: cannot read config"),
+    ("published-overwrite", ["--config", "experiment=config/ksched.yaml", "name=ksched-cpu"],
+     r"results/ksched-cpu was measured from another config"),
+]

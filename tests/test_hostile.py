@@ -1,0 +1,128 @@
+"""Every bad config in tests/hostile_cases.py is refused before anything runs, by knee itself,
+by `knee validate-config` and by `snakemake -n`: one message naming the file, key and value,
+no traceback, nothing booted, nothing written outside .snakemake/."""
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from knee import config
+from knee.jsonio import KneeError
+from tests.conftest import ROOT, engine_processes
+from tests.hostile_cases import CASES, COMMAND_LINE
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "1", "-n"]
+
+
+def test_the_corpus_is_large_and_distinct():
+    ids = [c.id for c in CASES] + [c[0] for c in COMMAND_LINE]
+    assert len(ids) >= 70 and len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_refused_by_knee(case, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(case.file(f"hostile-{case.id}"))
+    with pytest.raises(KneeError) as e:
+        cfg = config.load(path)
+        config.make_plan(cfg, str(path))
+    assert re.search(case.expect, str(e.value)), str(e.value)
+    assert str(path) in str(e.value)
+
+
+def written() -> set[str]:
+    """What exists where a run writes (results, logs, resources): nothing may appear."""
+    return {str(p.relative_to(ROOT)) for d in ("results", "logs", "resources")
+            for p in (ROOT / d).glob("*")}
+
+
+def problem(argv: list[str], expect: str, timeout: float = 60) -> tuple[str | None, str]:
+    """(what is wrong with the refusal, or None; the output)."""
+    r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    out = r.stdout + r.stderr
+    if r.returncode == 0:
+        return "accepted", out
+    if not re.search(expect, out):
+        return f"message does not match {expect!r}", out
+    if "Traceback (most recent call last)" in out:
+        return "traceback", out
+    return None, out
+
+
+def refused(argv: list[str], expect: str, timeout: float = 60) -> str:
+    wrong, out = problem(argv, expect, timeout)
+    assert wrong is None, f"{wrong}:\n{out[-3000:]}"
+    return out
+
+
+def both_refuse(case, folder) -> list[str]:
+    """How `knee validate-config` and `snakemake -n` fail to refuse one case (none: [])."""
+    path = folder / f"{case.id}.yaml"
+    path.write_bytes(case.file(f"hostile-{case.id}-{uuid.uuid4().hex[:6]}"))
+    wrong = []
+    for argv in ([sys.executable, "-m", "knee", "validate-config", str(path)],
+                 [*SNAKEMAKE, "--config", f"experiment={path}"]):
+        what, out = problem(argv, case.expect)
+        if what is None and str(path) not in out:
+            what = "the message does not name the file"
+        if what:
+            wrong.append(f"{case.id} ({argv[2]}): {what}\n{out[-1500:]}")
+    return wrong
+
+
+def test_every_case_is_refused_by_validate_config_and_snakemake(tmp_path):
+    """Both commands, on every case (two at a time: each is a Python start and a parse)."""
+    before = written()
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        wrong = [w for ws in pool.map(lambda c: both_refuse(c, tmp_path), CASES) for w in ws]
+    assert not wrong, "\n\n".join(wrong)
+    assert written() == before
+    assert not engine_processes(ROOT)
+
+
+@pytest.mark.parametrize("case", COMMAND_LINE, ids=lambda c: c[0])
+def test_refused_on_the_command_line(case):
+    _, argv, expect = case
+    before = written()
+    refused([*SNAKEMAKE, *argv], expect)
+    assert written() == before
+
+
+def test_a_template_is_never_evaluated(tmp_path):
+    """YTE code in an experiment file does not run under the documented command."""
+    marker = tmp_path / "ran"
+    path = tmp_path / "yte.yaml"
+    path.write_text(f"__use_yte__: true\nname: ?__import__('pathlib').Path('{marker}').touch()\n")
+    refused([*SNAKEMAKE, "--config", f"experiment={path}"], r"__use_yte__")
+    refused([sys.executable, "-m", "knee", "validate-config", str(path)], r"__use_yte__")
+    assert not marker.exists()
+
+
+def test_a_measured_folder_keeps_its_plan(tmp_path):
+    """The published example's plan is what its sessions ran under: the workflow has no rule
+    that would make it again, and another config under its name is refused with the keys that
+    differ."""
+    out = refused([*SNAKEMAKE, "--config", "experiment=config/ksched.yaml", "name=ksched-cpu"],
+                  r"never re-planned")
+    assert "arms.candidate.args.max-model-len: measured=2048 now=1048576" in out
+    r = subprocess.run(SNAKEMAKE, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "rule plan:" not in r.stdout + r.stderr
+    plan = ROOT / "results" / "ksched-cpu" / "plan.json"
+    mtime = plan.stat().st_mtime
+    with pytest.raises(KneeError, match="never re-plans a measured experiment"):
+        cfg = config.load(ROOT / "config" / "config.yaml")
+        cfg["bar"]["alpha"] = 0.1
+        config.write_plan(plan, config.make_plan(cfg))
+    assert plan.stat().st_mtime == mtime
+
+
+def test_make_run_names_results_after_the_config():
+    r = subprocess.run(["make", "-n", "run", "CONFIG=config/aa-cpu.yaml"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "MAKEFLAGS": ""})
+    assert "experiment=config/aa-cpu.yaml name=aa-cpu-local" in r.stdout, r.stdout
