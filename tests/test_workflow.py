@@ -41,15 +41,30 @@ def test_bad_config_fails_in_seconds_naming_the_key(tmp_path, default_config):
 
 
 @pytest.mark.engine
+def canary_files(canary: str, roots: list[Path]) -> list[str]:
+    r = subprocess.run(["grep", "-rlaF", canary, *map(str, roots)], capture_output=True,
+                       text=True)
+    return r.stdout.split()
+
+
 def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, engine_python):
+    """The whole chain, with a secret passed by reference (a canary): the engine gets it from
+    knee's environment and no file, log, Snakemake record or terminal line holds it."""
+    default_config["server"]["secret_env"] = ["KNEE_TEST_CANARY"]
+    canary = f"hf_{uuid.uuid4().hex}Canary"
     path = reduced_config(tmp_path, default_config, "it-e2e")
     name = yaml.safe_load(path.read_text())["name"]
     root = ROOT / "results" / name
     results_dir.append(root)
     r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=1800)
+                       capture_output=True, text=True, timeout=1800,
+                       env={**os.environ, "KNEE_TEST_CANARY": canary})
     assert r.returncode == 0, logs(root)
     assert not engine_processes(ROOT)
+    assert canary not in r.stdout + r.stderr
+    assert not canary_files(canary, [root, ROOT / ".snakemake", ROOT / "logs"])
+    boot = jsonio.read(root / "receipts" / "1-control-boot.json", "boot")
+    assert boot["env"]["KNEE_TEST_CANARY"] == "<secret from knee's environment>"
     readme = (root / "README.md").read_text()
     assert "Verdict of the pre-registered bar" in readme
     comparison = jsonio.read(root / "comparison" / "comparison.json", "comparison")

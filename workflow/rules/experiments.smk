@@ -22,9 +22,12 @@ for path in config["experiments"]:
     EXPERIMENTS[exp] = path
     model = knee_config.model_ref(checked)["path"]
     exp_ = f"{exp}_"  # the rule-name prefix: `as exp_*` below reads this variable
+    # the module's own name, apart from the experiment's: a module named after a name of the
+    # Snakefile's own (workflow, rules, config) would shadow it
+    mod = f"knee-experiment-{exp}"
 
     module:
-        name: exp
+        name: mod
         snakefile:
             "../../Snakefile"
         config:
@@ -32,14 +35,14 @@ for path in config["experiments"]:
 
     if not MODELS:
 
-        use rule * from exp exclude all as exp_*
+        use rule * from mod exclude all as exp_*
 
     elif model in MODELS:
 
-        use rule * from exp exclude all, engine_env, tiny_model as exp_*
+        use rule * from mod exclude all, engine_env, tiny_model as exp_*
 
     else:
 
-        use rule * from exp exclude all, engine_env as exp_*
+        use rule * from mod exclude all, engine_env as exp_*
 
     MODELS.add(model)
