@@ -126,3 +126,16 @@ def test_make_run_names_results_after_the_config():
                        capture_output=True, text=True, timeout=60,
                        env={**os.environ, "MAKEFLAGS": ""})
     assert "experiment=config/aa-cpu.yaml name=aa-cpu-local" in r.stdout, r.stdout
+
+
+def test_an_experiment_may_share_a_name_with_the_snakefile(tmp_path):
+    """An experiment called `workflow` in an experiments list is an experiment like any other
+    (its module is not named after it, so it shadows nothing)."""
+    text = (ROOT / "config" / "config.yaml").read_text().replace("name: ksched-cpu",
+                                                                 "name: workflow")
+    path = tmp_path / "workflow.yaml"
+    path.write_text(text)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiments=[{path}]"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "workflow_session" in r.stdout and not (ROOT / "results" / "workflow").exists()
