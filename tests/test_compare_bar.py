@@ -29,7 +29,8 @@ CONTROL = {"speculative_config": {"method": "ngram", "num_speculative_tokens": 5
 CANDIDATE = {"speculative_config": {**CONTROL["speculative_config"],
                                     "num_speculative_tokens_per_batch_size": [[1, 2, 5]]}}
 VAR = "speculative_config.num_speculative_tokens_per_batch_size"
-PLAN = {"name": "t", "variable": VAR, "protocol": {"pairs": 1}}
+PLAN = {"name": "t", "variable": VAR, "protocol": {"pairs": 1}, "instruments": {"seed": 0},
+        "analysis": {"confidence": 0.95, "knee_threshold": 0.2}}
 
 
 def test_identical_profiles_give_deltas():

@@ -75,6 +75,18 @@ def test_reduced_experiment_in_containers(tmp_path, default_config, results_dir,
     assert all(c["key"] and c["result"] in ("hit", "partial hit", "miss") for c in caches)
     assert (root / "logs" / "engine" / "1-control.log").read_text().strip()
     assert "Compile cache: " in (root / "README.md").read_text()
+    assert boot["image_digest"] == image["digest"]
+    # a docker run audits and traces like any other: every number from its raw files, every
+    # receipt's digest against the plan's
+    audited = subprocess.run([sys.executable, "-m", "knee", "audit", str(root)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=600)
+    assert audited.returncode == 0, audited.stdout + audited.stderr
+    bar = jsonio.read(root / "comparison" / "bar.json", "bar")
+    shown = f"{bar['rules'][-1]['per_pair'][0]['delta_pct']:+.2f}%"
+    traced = subprocess.run([sys.executable, "-m", "knee", "trace", str(root), shown], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert traced.returncode == 0, traced.stderr
+    assert f"docker runtime, image digest {image['digest']}" in traced.stdout
 
 
 def test_wrong_digest_is_refused_before_anything_boots(tmp_path, default_config, results_dir,

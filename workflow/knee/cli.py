@@ -2,9 +2,8 @@
 
 Exit codes: 0 success; 1 a failure with a message (bad input, engine died, ...);
 3 the comparison is INVALID (the arms did not see the same requests); 4 the audit found
-disagreements; 130 interrupted. `knee bar --exit-verdict` and `knee compare --exit-verdict`
-exit with the bar's verdict: 0 PASS, 10 FAIL, 11 INCONCLUSIVE (cannot tell yet: more pairs),
-3 INVALID.
+disagreements; 130 interrupted. `knee bar --exit-verdict` exits with the bar's verdict: 0 PASS,
+10 FAIL, 11 INCONCLUSIVE (cannot tell yet: more pairs), 3 INVALID.
 """
 
 from __future__ import annotations
@@ -35,10 +34,14 @@ def cmd_validate_config(a) -> int:
 
 
 def cmd_plan(a) -> int:
-    from knee import config
+    from knee import config, configfile
 
-    cfg = config.load(a.config)
-    config.write_plan(a.out, config.make_plan(cfg, str(a.config)))
+    raw = configfile.load(a.config)
+    if a.name:
+        raw["name"] = configfile.check_name(a.name, f"--name {a.name!r}")
+    cfg = config.validate(raw, str(a.config))
+    plan = config.make_plan(cfg, str(a.config))
+    config.write_plan(a.out, plan | {"workflow": config.workflow_commit(a.repo)})
     return 0
 
 
@@ -105,18 +108,14 @@ def cmd_compare(a) -> int:
     from knee import compare, readme
 
     plan = jsonio.read(a.plan, "plan")
-    sessions = load_sessions(plan, a.plan.parent)
-    result = compare.compare(plan, sessions)
-    bar = judge_bar(plan, result, [s["boot"] for s in sessions.values()])
-    md = readme.comparison_markdown(result, bar)
+    result = compare.compare(plan, load_sessions(plan, a.plan.parent))
     jsonio.write(a.out_json, "comparison", result)
-    jsonio.atomic_write_text(a.out_md, md)
     if result["verdict"] != "VALID":
-        print(md, file=sys.stderr)
+        print(readme.comparison_markdown(result), file=sys.stderr)
         print("comparison INVALID: the arms did not see the same requests; no delta rendered",
               file=sys.stderr)
         return 0 if a.record_invalid else EXIT_INVALID
-    return EXIT_VERDICT[bar["verdict"]] if a.exit_verdict else 0
+    return 0
 
 
 def cmd_audit(a) -> int:
@@ -151,6 +150,10 @@ def cmd_bar(a) -> int:
     comparison = jsonio.read(a.comparison, "comparison")
     bar = judge_bar(plan, comparison, load_boots(plan, a.plan.parent))
     jsonio.write(a.out, "bar", bar)
+    if a.out_md:
+        from knee import readme
+
+        jsonio.atomic_write_text(a.out_md, readme.comparison_markdown(comparison, bar))
     print(f"bar {bar['verdict']}: " + "; ".join(f"{r['rule']} {r['verdict']}"
                                                  for r in bar["rules"]), file=sys.stderr)
     return EXIT_VERDICT[bar["verdict"]] if a.exit_verdict else 0
@@ -226,21 +229,22 @@ def parser() -> argparse.ArgumentParser:
     req = {"type": P, "required": True}
     add("validate-config", cmd_validate_config, ("config", {"type": P}),
         ("--print-name", {"action": "store_true", "help": "print only the experiment's name"}))
-    add("plan", cmd_plan, ("--config", req), ("--out", req))
+    add("plan", cmd_plan, ("--config", req), ("--out", req),
+        ("--name", {"help": "the experiment's name, if not the file's"}),
+        ("--repo", {"type": P, "default": Path("."), "help": "the workflow's git checkout"}))
     add("engine-info", cmd_engine_info, ("--python", {"required": True}), ("--out", req))
     add("image", cmd_image, ("--plan", req), ("--out", req))
     add("session", cmd_session, ("--plan", req), ("--id", {"required": True}),
         ("--python", {"required": True}),
         ("--engine-info", {"type": P, "nargs": "?"}))
     add("metrics", cmd_metrics, ("--raw", req), ("--before", req), ("--after", req),
-        ("--boot", req), ("--knee-threshold", {"type": float, "default": 0.2}), ("--out", req))
+        ("--boot", req), ("--knee-threshold", {"type": float, "required": True}), ("--out", req))
     add("acceptance", cmd_acceptance, ("--out", req), ("metrics", {"type": P, "nargs": "+"}))
     add("compare", cmd_compare, ("--plan", req), ("--out-json", req),
-        ("--out-md", req), ("--record-invalid", {"action": "store_true", "help":
-                            "exit 0 for an INVALID comparison (the workflow: the README says so)"}),
-        ("--exit-verdict", {"action": "store_true", "help":
-                            "exit with the bar's verdict: 0 PASS, 10 FAIL, 11 INCONCLUSIVE"}))
+        ("--record-invalid", {"action": "store_true", "help":
+                              "exit 0 for an INVALID comparison (the README says so)"}))
     add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--out", req),
+        ("--out-md", {"type": P, "help": "also write comparison.md: validation and verdicts"}),
         ("--exit-verdict", {"action": "store_true", "help":
                             "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID"}))
     add("decide", cmd_decide, ("--plan", req), ("--pairs", {"type": int, "required": True}),

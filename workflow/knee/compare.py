@@ -205,8 +205,8 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
     if not bad:
         pairs = [(sessions[(p, "control")], sessions[(p, "candidate")]) for p in range(1, n + 1)]
         drift = control_drift([c for c, _ in pairs])
-        seed = plan.get("instruments", {}).get("seed", 0)
-        confidence = plan.get("analysis", {}).get("confidence", 0.95)
+        seed = plan["instruments"]["seed"]
+        confidence = plan["analysis"]["confidence"]
         for pair, (c, d) in enumerate(pairs, start=1):
             rows += rows_for_pair(pair, c, d, drift, seed, confidence)
         rows += across_pairs(pairs, drift, confidence)

@@ -171,7 +171,7 @@ def depth(comparison: dict, title: str, out: Path) -> None:
 
 def render_all(plan: dict, comparison: dict, table: list[dict], out_dir: Path) -> list[Path]:
     name = plan["name"]
-    threshold = plan.get("analysis", {}).get("knee_threshold", 0.2)
+    threshold = plan["analysis"]["knee_threshold"]
     with plt.rc_context(STABLE):
         per_point_bars(comparison, plan, "throughput", "output throughput (tok/s)",
                        f"{name}: output throughput per concurrency", out_dir / "throughput")

@@ -54,6 +54,14 @@ Validator = jsonschema.validators.extend(
         {"integer": _is_integer, "number": _is_number}))
 
 
+def config_default(dotted: str):
+    """A config key's default, from the config schema (the one place defaults live)."""
+    node = load_schema("config")
+    for part in dotted.split("."):
+        node = node["properties"][part]
+    return node["default"]
+
+
 def where(error: jsonschema.ValidationError) -> str:
     parts = ""
     for p in error.absolute_path:

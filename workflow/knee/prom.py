@@ -11,8 +11,9 @@ from collections import defaultdict
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from knee.jsonio import KneeError
+from knee.jsonio import KneeError, config_default
 
+KNEE_THRESHOLD = config_default("analysis.knee_threshold")
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
@@ -109,7 +110,7 @@ def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | Non
 
 def window_deltas(before_text: str, after_text: str, window: str, requests: int,
                   speculation: bool, client_tokens: int | None = None,
-                  files: str = "", knee_threshold: float = 0.2) -> dict:
+                  files: str = "", knee_threshold: float = KNEE_THRESHOLD) -> dict:
     """Checked counter deltas, server histograms and spec-decode analysis over one window."""
     if requests <= 0:
         raise KneeError(f"{window}: the scrape pair brackets no requests ({files})")
@@ -157,7 +158,7 @@ def _key(name: str) -> str:
     return name.removeprefix("vllm:").removesuffix("_total")
 
 
-def spec_summary(d: dict, knee_threshold: float = 0.2) -> dict:
+def spec_summary(d: dict, knee_threshold: float = KNEE_THRESHOLD) -> dict:
     """The seeds' definitions: rates over drafts and draft tokens, and the knee position."""
     drafts = d["spec_decode_num_drafts"]
     accepted = d["spec_decode_num_accepted_tokens"]

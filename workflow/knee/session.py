@@ -15,6 +15,7 @@ import shutil
 import signal
 import sys
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -41,104 +42,158 @@ def session_info(plan: dict, sid: str) -> dict:
     raise jsonio.KneeError(f"plan has no session {sid!r}")
 
 
+@dataclass
+class Session:
+    """One session's facts, gathered before the boot and used by every step after it."""
+
+    plan: dict
+    sid: str
+    root: Path
+    info: dict = field(init=False)
+    arm: dict = field(init=False)
+    rt: dict = field(init=False)
+    staging: Path = field(init=False)
+    log: Path = field(init=False)
+    cache_root: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.info = session_info(self.plan, self.sid)
+        self.arm = self.plan["arms"][self.info["arm"]]
+        self.rt = self.plan["runtime"]
+        self.staging = self.root / ".staging" / self.sid
+        self.log = self.root / "logs" / "engine" / f"{self.sid}.log"
+        self.cache_root = Path(self.rt["cache_dir"]).resolve()
+
+    def receipt(self, kind: str, payload: dict) -> None:
+        jsonio.write(self.staging / "receipts" / f"{self.sid}-{kind}.json", kind,
+                     {"experiment": self.plan["name"], "session": self.sid, **payload})
+
+
 def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -> None:
-    plan = jsonio.read(plan_path, "plan")
-    info = session_info(plan, sid)
-    arm = plan["arms"][info["arm"]]
-    rt = plan["runtime"]
-    model = dict(plan["model"])
+    """The protocol of one session: check, prepare, boot, measure every instrument, stop,
+    publish (or keep the partial data under failed/)."""
+    s = Session(jsonio.read(plan_path, "plan"), sid, root)
+    model = model_facts(s.plan["model"])
+    refuse_overwrite(root, sid)
+    preflight(s.plan, s.info["arm"])
+    # the engine environment's versions, or (docker) the image receipt: digest and versions
+    engine_facts = jsonio.read(engine_info)
+    arm_key, expected, snap_before = expect_cache(s, model, engine_facts)
+    prepare_folders(s)
+    engine_cpus, client_cpus = split_cpus(s.rt.get("engine_cpus"))
+    where = receipts.scheduler()
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+    engine, launch = make_engine(s, model, engine_facts, python, engine_cpus)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _raise_on_signal)
+    ok = False
+    try:
+        boot(s, engine, {**launch, "cpus": {"engine": engine_cpus, "client": client_cpus},
+                         "model": model, "engine": engine_facts, "scheduler": where},
+             arm_key, expected, snap_before)
+        for name in instrument_names(s.plan):
+            measure(engine, s.plan, name, sid, s.staging / "raw" / sid, model, client_cpus,
+                    engine_cpus)
+        ok = True
+    finally:
+        stop(s, engine, ok)
+    publish(s.staging, root)
+
+
+def model_facts(model: dict) -> dict:
+    """The plan's model with its hashes: the generated model's, and the tokenizer's."""
+    model = dict(model)
     model["sha256"] = jsonio.read(Path(model["path"]) / "knee-model.json")["sha256"] \
         if model["generated"] else None
     tokenizer = Path(model["path"]) / "tokenizer.json"
     model["tokenizer_sha256"] = hashlib.sha256(tokenizer.read_bytes()).hexdigest() \
         if tokenizer.is_file() else None
-    refuse_overwrite(root, sid)
-    preflight(plan, info["arm"])
-    cache_root = Path(rt["cache_dir"]).resolve()
-    # the engine environment's versions, or (docker) the image receipt: digest and versions
-    engine_facts = jsonio.read(engine_info)
-    arm_key = cache.fingerprint(arm, model["sha256"], json.dumps(
+    return model
+
+
+def expect_cache(s: Session, model: dict, engine_facts: dict) -> tuple[str, dict, dict]:
+    """Whether the compile cache is expected to hit; a miss under on_cache_miss: fail stops
+    the session before anything boots."""
+    arm_key = cache.fingerprint(s.arm, model["sha256"], json.dumps(
         [engine_facts.get("packages"), engine_facts.get("digest")]))
-    snap_before = cache.snapshot(cache_root)
-    expected = cache.predict(cache_root, arm_key, snap_before)
+    snap_before = cache.snapshot(s.cache_root)
+    expected = cache.predict(s.cache_root, arm_key, snap_before)
     if expected["expected"] != "hit":
-        message = (f"session {sid}: the compile cache in {receipts.shown(cache_root)} is "
+        message = (f"session {s.sid}: the compile cache in {receipts.shown(s.cache_root)} is "
                    f"expected to {'miss' if expected['expected'] == 'miss' else 'be unknown'}: "
                    f"{expected['reason']}")
-        if rt["on_cache_miss"] == "fail":
+        if s.rt["on_cache_miss"] == "fail":
             raise jsonio.KneeError(
                 f"{message}. runtime.on_cache_miss is 'fail', so nothing was booted: boot this "
                 "arm once with on_cache_miss: warn to build its cache, or point "
                 "runtime.cache_dir at a warm one")
         print(f"warning: {message}; the boot will pay for the compile", file=sys.stderr)
-    staging = root / ".staging" / sid
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / "raw" / sid).mkdir(parents=True)
-    (staging / "receipts").mkdir()
-    log = root / "logs" / "engine" / f"{sid}.log"
-    if log.exists():
-        log.rename(log.with_suffix(f".{int(time.time())}.log"))
-    port = rt.get("port") or endpoint.free_port(rt["host"])
-    env = {**arm.get("env", {}), "VLLM_CACHE_ROOT": str(cache_root)}
-    where = receipts.scheduler()
-    engine_cpus, client_cpus = split_cpus(rt.get("engine_cpus"))
-    if client_cpus:
-        os.sched_setaffinity(0, client_cpus)
-    if rt["kind"] == "docker":
-        engine, launch = container_engine(plan, sid, arm, model, engine_facts, log, port,
-                                          cache_root, engine_cpus)
-    else:
-        argv = server_argv(python, arm, model["path"], model["name"], rt["host"], port)
-        engine = Engine(argv=argv, env=env, log=log, host=rt["host"], port=port,
-                        pidfile=root / ".run" / f"{sid}.pid", cpus=engine_cpus)
-        launch = {"argv": secrets.redact_argv(argv), "env": secrets.redact_env(
-            {**env, "VLLM_CACHE_ROOT": receipts.shown(cache_root)}, arm.get("secret_env", []))}
+    return arm_key, expected, snap_before
+
+
+def prepare_folders(s: Session) -> None:
+    """A fresh staging folder, and the previous attempt's engine log moved aside."""
+    shutil.rmtree(s.staging, ignore_errors=True)
+    (s.staging / "raw" / s.sid).mkdir(parents=True)
+    (s.staging / "receipts").mkdir()
+    if s.log.exists():
+        s.log.rename(s.log.with_suffix(f".{int(time.time())}.log"))
+
+
+def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
+                engine_cpus: list[int] | None) -> tuple[Engine, dict]:
+    """The engine (a process or a container) and what its boot receipt says of its launch."""
+    port = s.rt.get("port") or endpoint.free_port(s.rt["host"])
+    if s.rt["kind"] == "docker":
+        return container_engine(s.plan, s.sid, s.arm, model, engine_facts, s.log, port,
+                                s.cache_root, engine_cpus)
+    env = {**s.arm.get("env", {}), "VLLM_CACHE_ROOT": str(s.cache_root)}
+    argv = server_argv(python, s.arm, model["path"], model["name"], s.rt["host"], port)
+    engine = Engine(argv=argv, env=env, log=s.log, host=s.rt["host"], port=port,
+                    pidfile=s.root / ".run" / f"{s.sid}.pid", cpus=engine_cpus)
+    return engine, {"argv": secrets.redact_argv(argv), "env": secrets.redact_env(
+        {**env, "VLLM_CACHE_ROOT": receipts.shown(s.cache_root)}, s.arm.get("secret_env", []))}
+
+
+def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
+         snap_before: dict) -> None:
+    """Start the engine, wait until it serves, and write the cache and boot receipts."""
+    cache_before = receipts.compile_cache(s.cache_root)
+    started = now()
+    engine.start()
+    boot_s = engine.wait_healthy(s.rt["boot_timeout_s"])
+    cache_after = receipts.compile_cache(s.cache_root)
+    observed = cache.observe(s.log.read_text(errors="replace"), snap_before,
+                             cache.snapshot(s.cache_root))
+    cache.remember(s.cache_root, arm_key, observed["key"], now())
+    pair_arm = {"pair": s.info["pair"], "arm": s.info["arm"]}
+    s.receipt("cache", {**pair_arm, "policy": s.rt["on_cache_miss"], "arm_fingerprint": arm_key,
+                        "expected": expected, **observed, "boot_seconds": round(boot_s, 3)})
+    s.receipt("boot", {
+        **pair_arm, "runtime": s.rt["kind"], "started_at": started,
+        "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,
+        "server": secrets.redact_arm(s.arm), "hardware": receipts.hardware(),
+        "config_sha256": s.plan["config_sha256"], "bar_sha256": s.plan["bar_sha256"],
+        "workflow": s.plan.get("workflow"),
+        "compile_cache": {**cache_before, "keys_after": cache_after["keys"],
+                          "new_keys": sorted(set(cache_after["keys"]) -
+                                             set(cache_before["keys"]))},
+    })
+
+
+def stop(s: Session, engine: Engine, ok: bool) -> None:
+    """Stop the engine whatever happened (a second Ctrl-C cannot skip it) and write the stop
+    receipt; a failed session's staging folder is kept under failed/."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _raise_on_signal)
-    cache_before = receipts.compile_cache(cache_root)
-    ok = False
-    try:
-        started = now()
-        engine.start()
-        boot_s = engine.wait_healthy(rt["boot_timeout_s"])
-        cache_after = receipts.compile_cache(cache_root)
-        observed = cache.observe(log.read_text(errors="replace"), snap_before,
-                                 cache.snapshot(cache_root))
-        cache.remember(cache_root, arm_key, observed["key"], now())
-        jsonio.write(staging / "receipts" / f"{sid}-cache.json", "cache", {
-            "experiment": plan["name"], "session": sid, "pair": info["pair"],
-            "arm": info["arm"], "policy": rt["on_cache_miss"], "arm_fingerprint": arm_key,
-            "expected": expected, **observed, "boot_seconds": round(boot_s, 3)})
-        jsonio.write(staging / "receipts" / f"{sid}-boot.json", "boot", {
-            "experiment": plan["name"], "session": sid, "pair": info["pair"], "arm": info["arm"],
-            "runtime": rt["kind"], "started_at": started, "boot_seconds": round(boot_s, 3),
-            "endpoint": engine.base_url, **launch,
-            "cpus": {"engine": engine_cpus, "client": client_cpus},
-            "server": secrets.redact_arm(arm), "model": model, "engine": engine_facts,
-            "hardware": receipts.hardware(), "scheduler": where,
-            "config_sha256": plan["config_sha256"],
-            "bar_sha256": plan["bar_sha256"], "workflow": plan.get("workflow"),
-            "compile_cache": {**cache_before, "keys_after": cache_after["keys"],
-                              "new_keys": sorted(set(cache_after["keys"]) -
-                                                 set(cache_before["keys"]))},
-        })
-        for name in instrument_names(plan):
-            measure(engine, plan, name, sid, staging / "raw" / sid, model, client_cpus,
-                    engine_cpus)
-        ok = True
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C must not skip the stop
-        stop = engine.stop(rt["stop_timeout_s"])
-        jsonio.write(staging / "receipts" / f"{sid}-stop.json", "stop", {
-            "experiment": plan["name"], "session": sid, "stopped_at": now(),
-            "completed": ok, "log": str(log), **stop})
-        if not ok:
-            failed = root / "failed" / f"{sid}-{int(time.time())}"
-            failed.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging, failed)
-            print(f"session {sid} failed; partial data kept in {failed}", file=sys.stderr)
-    publish(staging, root)
+        signal.signal(sig, signal.SIG_IGN)
+    stopped = engine.stop(s.rt["stop_timeout_s"])
+    s.receipt("stop", {"stopped_at": now(), "completed": ok, "log": str(s.log), **stopped})
+    if not ok:
+        failed = s.root / "failed" / f"{s.sid}-{int(time.time())}"
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(s.staging, failed)
+        print(f"session {s.sid} failed; partial data kept in {failed}", file=sys.stderr)
 
 
 def container_engine(plan: dict, sid: str, arm: dict, model: dict, image: dict, log: Path,
@@ -168,7 +223,7 @@ def container_engine(plan: dict, sid: str, arm: dict, model: dict, image: dict, 
             receipts.shown(k): v for k, v in spec["volumes"].items()}}
     return engine, {"argv": secrets.redact_argv([python, *command]),
                     "env": secrets.redact_env(env, secret_env), "container": shown,
-                    "image": image["digest"]}
+                    "image_digest": image["digest"]}
 
 
 def preflight(plan: dict, arm_name: str) -> None:

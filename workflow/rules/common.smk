@@ -3,6 +3,7 @@ import os
 import sys
 
 from knee import config as knee_config
+from knee import deps as knee_deps
 from knee import stopping as knee_stopping
 from knee.jsonio import KneeError
 from knee.results import FIGURES, instrument_names
@@ -70,9 +71,10 @@ def get_engine_input(wildcards):
     return unless_published(wildcards.sid, list(rules.engine_env.output))
 
 
-def get_code(*modules):
-    """The analysis modules of a step. Editing one re-runs only the steps that use it."""
-    return [f"workflow/knee/{m}.py" for m in modules]
+def get_code(command):
+    """The source files `knee <command>` runs, derived from the imports (knee.deps): editing
+    any of them reruns exactly the steps that run it."""
+    return knee_deps.code_files(command)
 
 
 def get_output_dir(wildcards, output):

@@ -4,10 +4,9 @@ rule compare:
         plan=f"{R}/plan.json",
         realized=get_realized,
         raw=get_all_raw,
-        code=get_code("compare", "noise", "stats", "config", "inference", "results", "bar"),
+        code=get_code("compare"),
     output:
         json=f"{R}/comparison/comparison.json",
-        md=f"{R}/comparison/comparison.md",
     log:
         f"{R}/logs/compare.log",
     localrule: True
@@ -15,7 +14,7 @@ rule compare:
         "../../envs/workflow.yaml"
     shell:
         "knee compare --plan {input.plan}"
-        " --out-json {output.json} --out-md {output.md} --record-invalid > {log} 2>&1"
+        " --out-json {output.json} --record-invalid > {log} 2>&1"
 
 
 rule bar:
@@ -25,9 +24,10 @@ rule bar:
         comparison=rules.compare.output.json,
         realized=get_realized,
         boots=get_all_sessions("boot"),
-        code=get_code("bar", "inference", "stopping", "results"),
+        code=get_code("bar"),
     output:
-        f"{R}/comparison/bar.json",
+        json=f"{R}/comparison/bar.json",
+        md=f"{R}/comparison/comparison.md",
     log:
         f"{R}/logs/bar.log",
     localrule: True
@@ -35,4 +35,4 @@ rule bar:
         "../../envs/workflow.yaml"
     shell:
         "knee bar --plan {input.plan} --comparison {input.comparison}"
-        " --out {output} > {log} 2>&1"
+        " --out {output.json} --out-md {output.md} > {log} 2>&1"

@@ -53,5 +53,9 @@ if not knee_config.plan_fixed(R):
             # what is planned; the workflow commit is recorded, but a new commit alone (say, the
             # one that publishes the results) does not re-plan
             plan=json.dumps({k: v for k, v in PLAN.items() if k != "workflow"}, sort_keys=True),
-        run:
-            knee_config.write_plan(output[0], PLAN)
+            source=CONFIG_SOURCE,
+            name=config["name"],
+            repo=workflow.basedir,
+        shell:
+            "knee plan --config {params.source:q} --name {params.name} --repo {params.repo:q}"
+            " --out {output} > {log} 2>&1"

@@ -5,7 +5,7 @@ rule window_metrics:
         before=f"{R}/raw/{{sid}}/{{instrument}}.prom.before",
         after=f"{R}/raw/{{sid}}/{{instrument}}.prom.after",
         boot=f"{R}/receipts/{{sid}}-boot.json",
-        code=get_code("prom", "stats"),
+        code=get_code("metrics"),
     output:
         f"{R}/raw/{{sid}}/{{instrument}}.metrics.json",
     log:
@@ -24,7 +24,8 @@ rule window_metrics:
 rule acceptance:
     """One table of every session's windows: acceptance, knee, step time, ceiling, checks."""
     input:
-        get_all_metrics,
+        metrics=get_all_metrics,
+        code=get_code("acceptance"),
     output:
         f"{R}/comparison/acceptance.json",
     log:
@@ -33,4 +34,4 @@ rule acceptance:
     conda:
         "../../envs/workflow.yaml"
     shell:
-        "knee acceptance --out {output} {input} > {log} 2>&1"
+        "knee acceptance --out {output} {input.metrics} > {log} 2>&1"

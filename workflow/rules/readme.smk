@@ -5,7 +5,7 @@ rule figures_render:
         plan=f"{R}/plan.json",
         comparison=rules.compare.output.json,
         acceptance=rules.acceptance.output,
-        code="workflow/knee/figures.py",
+        code=get_code("figures"),
     output:
         **{
             f"{name}_png": report(
@@ -40,7 +40,7 @@ rule readme:
     input:
         plan=f"{R}/plan.json",
         comparison=rules.compare.output.json,
-        bar=rules.bar.output,
+        bar=rules.bar.output.json,
         acceptance=rules.acceptance.output,
         figures=rules.figures_render.output,
         realized=get_realized,

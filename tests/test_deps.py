@@ -1,0 +1,34 @@
+"""The code a stage runs is derived from the imports (knee.deps), so no list can drift."""
+
+import ast
+
+import pytest
+
+from knee import deps
+
+STAGES = ("metrics", "acceptance", "compare", "bar", "figures", "readme")
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_stage_lists_every_module_it_imports(stage):
+    files = set(deps.code_files(stage))
+    assert "workflow/knee/jsonio.py" in files
+    for path in files:  # closed under import: every knee module a listed file imports is listed
+        tree = ast.parse((deps.PACKAGE.parents[1] / path).read_text())
+        for module in deps.imported(tree):
+            f = deps.module_file(module)
+            assert str(f.relative_to(deps.PACKAGE.parents[1])) in files, (path, module)
+
+
+def test_the_comparison_runs_what_its_command_imports():
+    """compare's list once left out depthcurve, results and bar: derived, it cannot."""
+    files = deps.code_files("compare")
+    for module in ("compare", "depthcurve", "results", "bar", "inference", "noise", "stats"):
+        assert f"workflow/knee/{module}.py" in files
+    assert "workflow/knee/figures.py" not in files and "workflow/knee/client.py" not in files
+    assert "workflow/knee/figures.py" in deps.code_files("figures")
+
+
+def test_an_unknown_command_is_named():
+    with pytest.raises(KeyError, match="no command 'nope'"):
+        deps.code_files("nope")

@@ -1,0 +1,85 @@
+"""The code a workflow stage runs, derived from the imports: `knee <command>` runs
+`cli.cmd_<command>`, which uses some knee modules, which import others. Each rule takes the
+files of that closure as inputs, so editing any module a stage runs reruns exactly the stages
+that use it (workflow/rules/common.smk: get_code)."""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+def module_file(name: str) -> Path | None:
+    """knee.a.b -> workflow/knee/a/b.py (or a package's __init__.py); None if not knee's."""
+    if name != "knee" and not name.startswith("knee."):
+        return None
+    parts = name.split(".")[1:]
+    path = PACKAGE.joinpath(*parts)
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported(node: ast.AST) -> set[str]:
+    """The knee modules an AST imports, at any depth (function-level imports included)."""
+    names: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Import):
+            names |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
+            names.add(n.module)
+            names |= {f"{n.module}.{a.name}" for a in n.names}  # `from knee import x`
+    return {m for m in names if module_file(m)}
+
+
+@cache
+def closure(module: str) -> frozenset[str]:
+    """A knee module and every knee module it imports, transitively."""
+    seen, todo = set(), [module]
+    while todo:
+        name = todo.pop()
+        if name in seen or module_file(name) is None:
+            continue
+        seen.add(name)
+        tree = ast.parse(module_file(name).read_text())
+        todo += sorted(imported(tree) - seen)
+    return frozenset(seen)
+
+
+def command_modules(command: str) -> set[str]:
+    """The knee modules `knee <command>` runs: what cmd_<command> and the cli helpers it calls
+    import, and the modules of the names it uses from cli's own imports."""
+    tree = ast.parse((PACKAGE / "cli.py").read_text())
+    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    top = {}  # a name imported at cli's top level -> its module
+    for n in tree.body:
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("knee"):
+            for a in n.names:
+                top[a.asname or a.name] = (f"{n.module}.{a.name}"
+                                           if module_file(f"{n.module}.{a.name}") else n.module)
+    entry = f"cmd_{command.replace('-', '_')}"
+    if entry not in functions:
+        raise KeyError(f"knee has no command {command!r} (no cli.{entry})")
+    modules, seen, todo = set(), set(), [entry]
+    while todo:
+        fn = functions[todo.pop()]
+        seen.add(fn.name)
+        modules |= imported(fn)
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name):
+                if n.id in top:
+                    modules.add(top[n.id])
+                elif n.id in functions and n.id not in seen:
+                    todo.append(n.id)
+    return modules
+
+
+def code_files(command: str) -> list[str]:
+    """The source files a stage's command runs, relative to the workflow's checkout."""
+    root = PACKAGE.parents[1]
+    files = {module_file(m) for start in command_modules(command) for m in closure(start)}
+    return sorted(str(f.relative_to(root)) for f in files if f is not None)
