@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
+
+from knee.jsonio import atomic_write_text
 
 INDEX = "knee-cache-index.json"
 AOT_DIR = Path("torch_compile_cache") / "torch_aot_compile"
@@ -137,7 +137,4 @@ def remember(cache_root: Path, arm_fingerprint: str, key: str | None, when: str)
     root = Path(cache_root)
     index = read_index(root)
     index[arm_fingerprint] = {"key": key, "seen_at": when}
-    fd, tmp = tempfile.mkstemp(dir=root, prefix=".index-")
-    with os.fdopen(fd, "w") as f:
-        json.dump(index, f, indent=1, sort_keys=True)
-    os.replace(tmp, root / INDEX)
+    atomic_write_text(root / INDEX, json.dumps(index, indent=1, sort_keys=True))

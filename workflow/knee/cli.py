@@ -214,53 +214,101 @@ def cmd_cleanup(a) -> int:
     return 0
 
 
+PLAN = ("--plan", {"type": Path, "required": True, "help": "the experiment's plan.json"})
+OUT = ("--out", {"type": Path, "required": True, "help": "the file to write"})
+RESULTS = ("results", {"type": Path, "help": "a results folder (results/NAME)"})
+R = "results/ksched-cpu"
+# name: (what it does, an example, its arguments)
+COMMANDS = {
+    "validate-config": ("check an experiment file and plan it, writing nothing",
+                        "knee validate-config config/ksched.yaml", [
+        ("config", {"type": Path, "help": "the experiment file"}),
+        ("--print-name", {"action": "store_true", "help": "print only the experiment's name"})]),
+    "plan": ("write plan.json: arms, session order, instruments, the bar and its sha256",
+             f"knee plan --config config/config.yaml --out {R}/plan.json", [
+        ("--config", {"type": Path, "required": True, "help": "the experiment file"}), OUT,
+        ("--name", {"help": "the experiment's name, if not the file's"}),
+        ("--repo", {"type": Path, "default": Path("."), "help": "the workflow's git checkout"})]),
+    "engine-info": ("record an engine environment's Python and package versions",
+                    "knee engine-info --python resources/engine-venv/bin/python --out e.json", [
+        ("--python", {"required": True, "help": "the engine environment's python"}), OUT]),
+    "image": ("check the image's pinned digest, pull it and record its versions",
+              f"knee image --plan {R}/plan.json --out {R}/receipts/image.json", [PLAN, OUT]),
+    "session": ("one session: boot, every instrument with its scrapes, stop",
+                f"knee session --plan {R}/plan.json --id 1-control --python PYTHON", [
+        PLAN, ("--id", {"required": True, "help": "the session, e.g. 1-control"}),
+        ("--python", {"required": True, "help": "the engine's python (process runtime)"}),
+        ("--engine-info", {"type": Path, "nargs": "?",
+                           "help": "engine-info or image receipt of the engine booted"})]),
+    "metrics": ("one window's metrics from its raw file and scrapes",
+                f"knee metrics --raw {R}/raw/1-control/sweep.json --before B --after A "
+                "--boot BOOT --knee-threshold 0.2 --out M", [
+        ("--raw", {"type": Path, "required": True, "help": "the window's raw file"}),
+        ("--before", {"type": Path, "required": True, "help": "the scrape before the window"}),
+        ("--after", {"type": Path, "required": True, "help": "the scrape after the window"}),
+        ("--boot", {"type": Path, "required": True, "help": "the session's boot receipt"}),
+        ("--knee-threshold", {"type": float, "required": True,
+                              "help": "acceptance under which a draft position is the knee"}),
+        OUT]),
+    "acceptance": ("one table of every window's acceptance figures",
+                   f"knee acceptance --out {R}/comparison/acceptance.json M1 M2", [
+        OUT, ("metrics", {"type": Path, "nargs": "+", "help": "window metrics files"})]),
+    "compare": ("validate that both arms saw the same requests, then compute the deltas",
+                f"knee compare --plan {R}/plan.json --out-json comparison.json", [
+        PLAN, ("--out-json", {"type": Path, "required": True, "help": "comparison.json"}),
+        ("--record-invalid", {"action": "store_true",
+                              "help": "exit 0 for an INVALID comparison (the README says so)"})]),
+    "bar": ("judge the pre-registered bar: PASS, FAIL or INCONCLUSIVE per rule",
+            f"knee bar --plan {R}/plan.json --comparison C --out bar.json --exit-verdict", [
+        PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
+        OUT, ("--out-md", {"type": Path, "help": "also write comparison.md: validation and "
+                                                 "verdicts"}),
+        ("--exit-verdict", {"action": "store_true",
+                            "help": "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID"})]),
+    "decide": ("stopping by precision: after pair N, one more pair or stop",
+               f"knee decide --plan {R}/plan.json --pairs 2 --out after-pair-2.json", [
+        PLAN, ("--pairs", {"type": int, "required": True, "help": "the pairs measured so far"}),
+        OUT]),
+    "realized": ("the realized protocol: how many pairs ran and every look's decision",
+                 f"knee realized --plan {R}/plan.json --out realized.json D2 D3", [
+        PLAN, OUT, ("decisions", {"type": Path, "nargs": "*",
+                                  "help": "the decisions after each pair"})]),
+    "figures": ("every figure, from derived files only",
+                f"knee figures --plan {R}/plan.json --comparison C --acceptance A --out-dir F", [
+        PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
+        ("--acceptance", {"type": Path, "required": True, "help": "acceptance.json"}),
+        ("--out-dir", {"type": Path, "required": True, "help": "the figures folder"})]),
+    "readme": ("the results README, every number linked to the file it came from",
+               f"knee readme --plan {R}/plan.json --comparison C --bar B --acceptance A "
+               "--out README.md", [
+        PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
+        ("--bar", {"type": Path, "required": True, "help": "bar.json"}),
+        ("--acceptance", {"type": Path, "required": True, "help": "acceptance.json"}), OUT]),
+    "cleanup": ("stop engine processes (and containers) an interrupted run left behind",
+                f"knee cleanup --root {R} --docker", [
+        ("--root", {"type": Path, "required": True, "help": "the results folder"}),
+        ("--docker", {"action": "store_true",
+                      "help": "also remove containers labelled with this experiment"})]),
+    "audit": ("recompute every number from the raw files and check every hash",
+              f"knee audit {R}", [RESULTS]),
+    "trace": ("the chain behind a README number: derived file, raw records, boot, config",
+              f"knee trace {R} 1418.96", [
+        RESULTS, ("query", {"help": "a number as the README shows it, or FILE#POINTER"})]),
+    "manifest": ("write MANIFEST.sha256: the sha256 of every raw and derived file",
+                 f"knee manifest {R}", [RESULTS]),
+}
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="knee", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    P = Path
-
-    def add(name, fn, *args):
-        p = sub.add_parser(name, help=fn.__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    for name, (what, example, args) in COMMANDS.items():
+        p = sub.add_parser(name, help=what, description=what, epilog=f"example:\n  {example}",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         for flag, kw in args:
             p.add_argument(flag, **kw)
-        p.set_defaults(fn=fn)
-
-    req = {"type": P, "required": True}
-    add("validate-config", cmd_validate_config, ("config", {"type": P}),
-        ("--print-name", {"action": "store_true", "help": "print only the experiment's name"}))
-    add("plan", cmd_plan, ("--config", req), ("--out", req),
-        ("--name", {"help": "the experiment's name, if not the file's"}),
-        ("--repo", {"type": P, "default": Path("."), "help": "the workflow's git checkout"}))
-    add("engine-info", cmd_engine_info, ("--python", {"required": True}), ("--out", req))
-    add("image", cmd_image, ("--plan", req), ("--out", req))
-    add("session", cmd_session, ("--plan", req), ("--id", {"required": True}),
-        ("--python", {"required": True}),
-        ("--engine-info", {"type": P, "nargs": "?"}))
-    add("metrics", cmd_metrics, ("--raw", req), ("--before", req), ("--after", req),
-        ("--boot", req), ("--knee-threshold", {"type": float, "required": True}), ("--out", req))
-    add("acceptance", cmd_acceptance, ("--out", req), ("metrics", {"type": P, "nargs": "+"}))
-    add("compare", cmd_compare, ("--plan", req), ("--out-json", req),
-        ("--record-invalid", {"action": "store_true", "help":
-                              "exit 0 for an INVALID comparison (the README says so)"}))
-    add("bar", cmd_bar, ("--plan", req), ("--comparison", req), ("--out", req),
-        ("--out-md", {"type": P, "help": "also write comparison.md: validation and verdicts"}),
-        ("--exit-verdict", {"action": "store_true", "help":
-                            "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID"}))
-    add("decide", cmd_decide, ("--plan", req), ("--pairs", {"type": int, "required": True}),
-        ("--out", req))
-    add("realized", cmd_realized, ("--plan", req), ("--out", req),
-        ("decisions", {"type": P, "nargs": "*"}))
-    add("figures", cmd_figures, ("--plan", req), ("--comparison", req), ("--acceptance", req),
-        ("--out-dir", req))
-    add("readme", cmd_readme, ("--plan", req), ("--comparison", req), ("--bar", req),
-        ("--acceptance", req), ("--out", req))
-    add("cleanup", cmd_cleanup, ("--root", req),
-        ("--docker", {"action": "store_true",
-                      "help": "also remove containers labelled with this experiment"}))
-    add("audit", cmd_audit, ("results", {"type": P}))
-    add("trace", cmd_trace, ("results", {"type": P}), ("query", {}))
-    add("manifest", cmd_manifest, ("results", {"type": P}))
+        p.set_defaults(fn=globals()[f"cmd_{name.replace('-', '_')}"])
     return ap
 
 

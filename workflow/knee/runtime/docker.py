@@ -130,7 +130,6 @@ class Container(Served):
     cpus: list[int] | None = None
     name: str | None = None
     container: object = None
-    boot_seconds: float | None = None
     _follower: threading.Thread | None = field(default=None, repr=False)
 
     @property

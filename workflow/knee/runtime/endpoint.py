@@ -62,8 +62,8 @@ class Served:
     NOUN = "engine"
 
     def wait_healthy(self, timeout_s: float) -> float:
-        self.boot_seconds = wait_healthy(self.base_url, self.exited, self.log, timeout_s)
-        return self.boot_seconds
+        """Seconds until the engine served its health check."""
+        return wait_healthy(self.base_url, self.exited, self.log, timeout_s)
 
     def check_alive(self, what: str) -> None:
         code = self.exited()

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from knee.runtime.endpoint import Served
@@ -51,8 +51,6 @@ class Engine(Served):
     pidfile: Path | None = None
     cpus: list[int] | None = None
     proc: subprocess.Popen | None = None
-    boot_seconds: float | None = None
-    started_at: float = field(default_factory=time.time)
 
     @property
     def base_url(self) -> str:
