@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knee.jsonio import KneeError
-from knee.runtime.endpoint import Served
+from knee.runtime.endpoint import Served, stopped
 
 LABEL_EXPERIMENT = "knee.experiment"
 LABEL_SESSION = "knee.session"
@@ -132,10 +132,6 @@ class Container(Served):
     container: object = None
     _follower: threading.Thread | None = field(default=None, repr=False)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
     def run_spec(self) -> dict:
         """What the container is started with (for the receipt and the SDK call)."""
         spec = {
@@ -200,7 +196,7 @@ class Container(Served):
         """Stop (SIGTERM, then SIGKILL after timeout_s) and remove the container. Idempotent."""
         if self.container is None:  # interrupted while starting: find it by its labels
             self._remove_leftovers(docker_client())
-            return {"exit_status": None, "signal": None, "killed": False, "stop_seconds": 0.0}
+            return stopped(None, False, False, None)
         t0 = time.monotonic()
         already = self.exited()
         killed = False
@@ -220,8 +216,7 @@ class Container(Served):
         except Exception:
             pass
         self.container = None
-        return {"exit_status": code, "died_before_stop": already is not None, "killed": killed,
-                "stop_seconds": round(time.monotonic() - t0, 3)}
+        return stopped(code, already is not None, killed, t0)
 
 
 def remove_labelled(experiment: str) -> list[str]:

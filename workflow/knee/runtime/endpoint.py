@@ -55,11 +55,28 @@ def wait_healthy(base_url: str, exited: Callable[[], int | None], log: Path,
             time.sleep(interval_s)
 
 
+def stopped(exit_status: int | None, died_before_stop: bool, killed: bool,
+            since: float | None) -> dict:
+    """What every runtime's stop() returns (the stop receipt's fields), whichever way it
+    went; since is the monotonic time the stop began (None: nothing had started)."""
+    return {"exit_status": exit_status, "died_before_stop": died_before_stop, "killed": killed,
+            "stop_seconds": 0.0 if since is None else round(time.monotonic() - since, 3)}
+
+
 class Served:
-    """What a session needs of any running engine, given `exited()`, `log` and `base_url`:
-    the health wait and the liveness check (process and container runtimes alike)."""
+    """The contract of a runtime's engine. A subclass holds `host`, `port` and `log`, and
+    implements start(), exited() (None while it runs, else its exit status) and
+    stop(timeout_s) -> stopped(...); this gives it base_url, the health wait and the liveness
+    check (process and container runtimes alike)."""
 
     NOUN = "engine"
+    host: str
+    port: int
+    log: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
 
     def wait_healthy(self, timeout_s: float) -> float:
         """Seconds until the engine served its health check."""

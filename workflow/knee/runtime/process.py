@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from knee.runtime.endpoint import Served
+from knee.runtime.endpoint import Served, stopped
 
 PR_SET_PDEATHSIG = 1
 
@@ -52,10 +52,6 @@ class Engine(Served):
     cpus: list[int] | None = None
     proc: subprocess.Popen | None = None
 
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
@@ -74,7 +70,7 @@ class Engine(Served):
     def stop(self, timeout_s: float = 30.0) -> dict:
         """SIGTERM the process group, then SIGKILL after timeout_s. Idempotent."""
         if self.proc is None:
-            return {"exit_status": None, "signal": None, "killed": False, "stop_seconds": 0.0}
+            return stopped(None, False, False, None)
         t0 = time.monotonic()
         already = self.proc.poll()
         killed = False
@@ -88,9 +84,8 @@ class Engine(Served):
         self.proc.wait()
         if self.pidfile:
             self.pidfile.unlink(missing_ok=True)
-        return {"exit_status": already if already is not None else self.proc.returncode,
-                "died_before_stop": already is not None, "killed": killed,
-                "stop_seconds": round(time.monotonic() - t0, 3)}
+        return stopped(already if already is not None else self.proc.returncode,
+                       already is not None, killed, t0)
 
 
 def kill_group(pgid: int, sig: int) -> None:
