@@ -15,7 +15,8 @@ pytestmark = pytest.mark.engine
 @pytest.fixture(scope="module")
 def engine(engine_python, tmp_path_factory):
     from knee.runtime import endpoint
-    from knee.runtime.process import Engine, server_argv
+    from knee.arms import server_argv
+    from knee.runtime.process import Engine
 
     port = endpoint.free_port("127.0.0.1")
     argv = server_argv(engine_python, {"args": {"dtype": "float32", "max-model-len": 1024}},
