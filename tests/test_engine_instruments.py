@@ -14,8 +14,8 @@ pytestmark = pytest.mark.engine
 
 @pytest.fixture(scope="module")
 def engine(engine_python, tmp_path_factory):
-    from knee.runtime import endpoint
     from knee.arms import server_argv
+    from knee.runtime import endpoint
     from knee.runtime.process import Engine
 
     port = endpoint.free_port("127.0.0.1")
