@@ -149,7 +149,7 @@ def test_a_session_out_of_order_or_a_tampered_verdict_is_caught(results, path, c
 
 
 def test_a_folder_of_the_previous_schema_is_refused_with_how_to_rederive_it(results):
-    from knee.jsonio import KneeError
+    from knee.errors import KneeError
 
     def old(d):
         d["schema_version"] = 1

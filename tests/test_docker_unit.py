@@ -2,7 +2,7 @@
 
 import pytest
 
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 from knee.runtime import docker
 
 

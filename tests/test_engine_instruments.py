@@ -4,8 +4,8 @@ OpenAI endpoints, and the depth instrument's refusal of a prefix-cache hit."""
 import pytest
 
 from knee import prompts
+from knee.errors import KneeError
 from knee.instruments import depth, fixture, sweep
-from knee.jsonio import KneeError
 from tests.conftest import ROOT
 
 MODEL = {"name": "tiny", "path": "resources/models/tiny-llama-s0-l4-h256"}

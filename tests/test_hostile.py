@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from knee import config
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 from tests.conftest import ROOT, engine_processes
 from tests.hostile_cases import CASES, COMMAND_LINE
 

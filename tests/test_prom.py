@@ -3,7 +3,7 @@
 import pytest
 
 from knee import prom
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 from tests.conftest import ROOT
 
 DATA = ROOT / "tests" / "data"

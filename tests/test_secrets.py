@@ -4,7 +4,7 @@ every referenced secret is set before anything boots."""
 import pytest
 
 from knee import secrets, session
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 
 TOKEN = "hf_Qm7cR2xLp9Vt4Kz8Nw3Bj6Hs1Dy5Fg0Ua"
 

@@ -5,7 +5,7 @@ import orjson
 import pytest
 
 from knee import client, prompts, stats
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 
 
 def rec(**kw):

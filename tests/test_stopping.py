@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from knee import config, stopping
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 from tests.conftest import ROOT
 
 

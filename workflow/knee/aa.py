@@ -15,6 +15,7 @@ from pathlib import Path
 from knee import bar, compare, inference, jsonio
 from knee.arms import NO_VARIABLE
 from knee.config import sha256_of
+from knee.errors import KneeError
 from knee.noise import spread_pct
 from knee.results import load_sessions
 
@@ -34,7 +35,7 @@ def assemble(boots: list[dict], template: dict) -> tuple[dict, dict]:
     """Consecutive boots paired (first = control): a plan and sessions for knee.compare."""
     pairs = len(boots) // 2
     if pairs < 1:
-        raise jsonio.KneeError(f"an A/A experiment needs two boots of one arm, found {len(boots)}")
+        raise KneeError(f"an A/A experiment needs two boots of one arm, found {len(boots)}")
     sessions = {(p + 1, arm): boots[2 * p + i]
                 for p in range(pairs) for i, arm in enumerate(("control", "candidate"))}
     plan = {"name": f"aa-{template['name']}", "variable": NO_VARIABLE,

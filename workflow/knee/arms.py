@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from knee import secrets
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 
 ARMS = ("control", "candidate")
 NO_VARIABLE = "none"  # an A/A experiment: the two arms are identical

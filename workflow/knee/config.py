@@ -19,7 +19,8 @@ from knee.arms import (
     shown_variable,
     variable_values,
 )
-from knee.jsonio import KneeError, check, load_schema
+from knee.errors import KneeError
+from knee.jsonio import check, load_schema
 
 
 def sha256_of(data: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 
 MAX_BYTES = 1 << 20
 MAX_ALIASES = 64

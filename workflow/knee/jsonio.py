@@ -13,6 +13,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from knee.errors import KneeError
+
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
 # what an older version of a file lacks, and how to make it anew from the raw files
 REDERIVE = {
@@ -23,10 +25,6 @@ REDERIVE = {
     "bar": "three-valued verdicts decided on an interval; re-derive with `snakemake --cores 1 "
            "--config experiment=CONFIG --forcerun compare` (boots nothing)",
 }
-
-
-class KneeError(Exception):
-    """A failure with a message meant for the user: it names the file, field and value."""
 
 
 @cache

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 
 # directories a config must never hand to the engine (read, or mount read-write)
 SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/root", "/run",

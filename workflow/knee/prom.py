@@ -11,7 +11,8 @@ from collections import defaultdict
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from knee.jsonio import KneeError, config_default
+from knee.errors import KneeError
+from knee.jsonio import config_default
 
 KNEE_THRESHOLD = config_default("analysis.knee_threshold")
 DRAFTS = "vllm:spec_decode_num_drafts_total"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from knee import __version__
 from knee.client import CHUNK_CLOCK, ENDPOINTS
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 
 DATASET = "knee-random-words"
 DATASET_VERSION = 1

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from knee import cache, hostfacts, jsonio, places, receipts, secrets
 from knee.arms import server_argv
+from knee.errors import KneeError
 from knee.instruments import REGISTRY
 from knee.results import instrument_names
 from knee.runtime import endpoint
@@ -39,7 +40,7 @@ def session_info(plan: dict, sid: str) -> dict:
     for s in plan["protocol"]["sessions"]:
         if s["id"] == sid:
             return s
-    raise jsonio.KneeError(f"plan has no session {sid!r}")
+    raise KneeError(f"plan has no session {sid!r}")
 
 
 @dataclass
@@ -124,7 +125,7 @@ def expect_cache(s: Session, model: dict, engine_facts: dict) -> tuple[str, dict
                    f"expected to {'miss' if expected['expected'] == 'miss' else 'be unknown'}: "
                    f"{expected['reason']}")
         if s.rt["on_cache_miss"] == "fail":
-            raise jsonio.KneeError(
+            raise KneeError(
                 f"{message}. runtime.on_cache_miss is 'fail', so nothing was booted: boot this "
                 "arm once with on_cache_miss: warn to build its cache, or point "
                 "runtime.cache_dir at a warm one")
@@ -231,7 +232,7 @@ def preflight(plan: dict, arm_name: str) -> None:
     reference, the engine's CPUs, and a model given by path."""
     missing = [k for k in plan["arms"][arm_name].get("secret_env", []) if not os.environ.get(k)]
     if missing:
-        raise jsonio.KneeError(f"the {arm_name} arm's secret_env: ${missing[0]} is not set in "
+        raise KneeError(f"the {arm_name} arm's secret_env: ${missing[0]} is not set in "
                                "knee's environment; nothing was booted")
     places.check_cpus(plan["runtime"].get("engine_cpus"), "plan.json")
     if not plan["model"]["generated"]:
@@ -243,7 +244,7 @@ def refuse_overwrite(root: Path, sid: str) -> None:
     done = [p for p in (root / "receipts" / f"{sid}-boot.json", root / "raw" / sid)
             if p.exists() and (p.is_file() or any(p.iterdir()))]
     if done:
-        raise jsonio.KneeError(
+        raise KneeError(
             f"session {sid} is already measured ({', '.join(map(str, done))}); knee never "
             "overwrites a measurement. Something the session depends on changed since it ran "
             "(its config section or the rule's code): to measure again use a new experiment "

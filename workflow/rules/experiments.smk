@@ -3,6 +3,7 @@
 # its own config, plan and results/<name>/; its rules are prefixed with the experiment's name.
 # The engine environment, and a generated model that several experiments share, are built once.
 from knee import config as knee_config
+from knee.errors import KneeError
 
 if not isinstance(config["experiments"], list) or not config["experiments"]:
     raise WorkflowError(
@@ -14,7 +15,7 @@ for path in config["experiments"]:
     try:
         raw = knee_config.load_raw(path)
         checked = knee_config.validate(dict(raw), path)
-    except knee_config.KneeError as e:
+    except KneeError as e:
         raise WorkflowError(str(e)) from None
     exp = checked["name"]
     if exp in EXPERIMENTS:

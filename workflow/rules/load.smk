@@ -5,7 +5,7 @@
 import os
 
 from knee import configfile as knee_configfile
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 
 DEFAULT_CONFIG = "config/config.yaml"
 

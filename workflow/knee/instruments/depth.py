@@ -9,7 +9,7 @@ skip one (the seed's broken first instrument), so it is refused, not measured.
 from __future__ import annotations
 
 from knee import client, prom, prompts
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 from knee.runtime import endpoint
 
 HITS = "vllm:prefix_cache_hits_total"

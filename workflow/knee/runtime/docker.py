@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 from knee.runtime.endpoint import Served, stopped
 
 LABEL_EXPERIMENT = "knee.experiment"

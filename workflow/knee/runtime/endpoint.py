@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from knee.jsonio import KneeError
+from knee.errors import KneeError
 
 
 class EngineDied(KneeError):

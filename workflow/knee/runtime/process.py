@@ -34,7 +34,7 @@ def split_cpus(engine_cpus: list[int] | None) -> tuple[list[int] | None, list[in
     available = sorted(os.sched_getaffinity(0))
     missing = [c for c in engine_cpus if c not in available]
     if missing:
-        from knee.jsonio import KneeError
+        from knee.errors import KneeError
         raise KneeError(f"runtime.engine_cpus: CPU {missing} not available here "
                         f"(this process may use {available})")
     rest = [c for c in available if c not in engine_cpus]
