@@ -1,8 +1,9 @@
 """Generate a tiny Llama deterministically from a seed (random weights, BPE tokenizer).
 
 Runs in the engine environment (torch, transformers, tokenizers). No download:
-the tokenizer is trained on text generated here from the seed plus the prompt
-files shipped in the repository, the weights are drawn from a seeded RNG.
+the tokenizer is trained on text generated here from the seed (and, given --prompt-dir, on
+the files in that folder: the workflow does not pass one), the weights are drawn from a
+seeded RNG.
 """
 
 from __future__ import annotations
