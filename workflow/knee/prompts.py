@@ -130,3 +130,12 @@ def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
         "chunk_clock": CHUNK_CLOCK,
         "prompt_sha256": fingerprint(prompts, sampling),
     }
+
+
+def point_record(result: dict, *, point, run: int = 1, extra: dict | None = None,
+                 **fields) -> dict:
+    """One point of an instrument's raw file: its request profile, what the client measured,
+    and any facts of the window (extra)."""
+    fields = {"concurrency": 1, "warmup": 0, "dataset": DATASET, **fields}
+    return {"point": point, "run": run, **(extra or {}),
+            "profile": profile(point=point, run=run, **fields), **result}

@@ -53,13 +53,9 @@ def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
                 f"{queries1 - queries0:g} prompt tokens, so the decode would not follow a real "
                 "prefill at this depth; refusing to time it (use unique prompts or "
                 "--no-enable-prefix-caching)")
-        out["points"].append({
-            "point": depth, "run": 1,
-            "prefix_cache": {"hits": hits1 - hits0, "queries": queries1 - queries0},
-            "profile": prompts.profile(
-                instrument="depth", point=depth, run=1, prompts=[ids], sampling=sampling,
-                concurrency=1, warmup=0, model=model, dataset=prompts.DATASET, seed=seed,
-                prompt_spec=f"{depth} token ids of random words, unique head"),
-            **result,
-        })
+        out["points"].append(prompts.point_record(
+            result, point=depth,
+            extra={"prefix_cache": {"hits": hits1 - hits0, "queries": queries1 - queries0}},
+            instrument="depth", prompts=[ids], sampling=sampling, model=model, seed=seed,
+            prompt_spec=f"{depth} token ids of random words, unique head"))
     return out

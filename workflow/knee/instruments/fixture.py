@@ -14,12 +14,8 @@ def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
         result = client.run(engine.base_url, model["name"], ps, sampling, 1, timeout_s,
                             api=cfg["api"])
         engine.check_alive(f"fixture class {name}")
-        out["points"].append({
-            "point": name, "run": 1,
-            "profile": prompts.profile(
-                instrument="fixture", point=name, run=1, prompts=ps, sampling=sampling,
-                concurrency=1, warmup=0, model=model, dataset=f"fixture:{name}", seed=seed,
-                api=cfg["api"], prompt_spec=f"{cfg['prompt_dir']}/{name}/*.txt, cycled"),
-            **result,
-        })
+        out["points"].append(prompts.point_record(
+            result, point=name, instrument="fixture", prompts=ps, sampling=sampling,
+            model=model, dataset=f"fixture:{name}", seed=seed, api=cfg["api"],
+            prompt_spec=f"{cfg['prompt_dir']}/{name}/*.txt, cycled"))
     return out

@@ -20,13 +20,9 @@ def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
                             api=cfg["api"])
         after = endpoint.scrape(engine.base_url)
         engine.check_alive(f"probe at temperature {t}")
-        out["points"].append({
-            "point": f"T={t}", "run": 1, "prom_before": before, "prom_after": after,
-            "profile": prompts.profile(
-                instrument="probe", point=f"T={t}", run=1, prompts=ps, sampling=sampling,
-                concurrency=1, warmup=0, model=model, dataset=prompts.DATASET, seed=seed,
-                api=cfg["api"],
-                prompt_spec=f"{cfg['prompt_tokens']} tokens of random words, unique head"),
-            **result,
-        })
+        out["points"].append(prompts.point_record(
+            result, point=f"T={t}", extra={"prom_before": before, "prom_after": after},
+            instrument="probe", prompts=ps, sampling=sampling, model=model, seed=seed,
+            api=cfg["api"],
+            prompt_spec=f"{cfg['prompt_tokens']} tokens of random words, unique head"))
     return out

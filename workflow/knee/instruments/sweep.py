@@ -31,13 +31,8 @@ def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
             result = client.run(engine.base_url, model["name"], ps, sampling, c, timeout_s,
                                 api=api)
             engine.check_alive(f"sweep point c={c} run {r}")
-            out["points"].append({
-                "point": c, "run": r,
-                "profile": prompts.profile(
-                    instrument="sweep", point=c, run=r, prompts=ps, sampling=sampling,
-                    concurrency=c, warmup=cfg["warmup_requests"], model=model,
-                    dataset=prompts.DATASET, seed=seed, api=api,
-                    prompt_spec=f"{cfg['prompt_tokens']} tokens of random words, unique head"),
-                **result,
-            })
+            out["points"].append(prompts.point_record(
+                result, point=c, run=r, instrument="sweep", prompts=ps, sampling=sampling,
+                concurrency=c, warmup=cfg["warmup_requests"], model=model, seed=seed, api=api,
+                prompt_spec=f"{cfg['prompt_tokens']} tokens of random words, unique head"))
     return out
