@@ -13,8 +13,7 @@ rule compare:
     conda:
         "../../envs/workflow.yaml"
     shell:
-        "knee compare --plan {input.plan} --out-json {output.json} --record-invalid"
-        " > {log} 2>&1"
+        "knee compare --plan {input.plan} --out-json {output.json} --record-invalid" " > {log} 2>&1"
 
 
 rule bar:
