@@ -157,3 +157,13 @@ def test_a_folder_of_the_previous_schema_is_refused_with_how_to_rederive_it(resu
     with pytest.raises(KneeError, match=r"comparison.json: knee/comparison version 1.*"
                                         r"--forcerun compare"):
         audit.audit(results)
+
+
+def test_trace_takes_a_negative_number_from_the_command_line(results):
+    data = json.loads((results / "comparison" / "bar.json").read_text())
+    shown = next(f"{p['delta_pct']:+.2f}%" for r in data["rules"] for p in r["per_pair"]
+                 if p["delta_pct"] < 0)
+    r = subprocess.run([sys.executable, "-m", "knee", "trace", str(results), shown],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "comparison/bar.json#/rules/" in r.stdout and "workflow commit" in r.stdout

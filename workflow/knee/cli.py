@@ -313,6 +313,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["trace"] and "--" not in argv:  # `knee trace X -16.0%`: a number, no flag
+        argv = [*argv[:-1], "--", argv[-1]] if argv[-1].startswith("-") and len(argv) > 2 \
+            else argv
     a = parser().parse_args(argv)
     try:
         return a.fn(a)
