@@ -139,3 +139,8 @@ def test_an_experiment_may_share_a_name_with_the_snakefile(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "workflow_session" in r.stdout and not (ROOT / "results" / "workflow").exists()
+    listing = tmp_path / "list.yaml"  # the same list, as a file of its own
+    listing.write_text(f"experiments: [{path}]\n")
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={listing}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "workflow_session" in r.stdout, r.stderr[-2000:]
