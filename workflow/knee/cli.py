@@ -39,9 +39,8 @@ def cmd_plan(a) -> int:
     raw = configfile.load(a.config)
     if a.name:
         raw["name"] = configfile.check_name(a.name, f"--name {a.name!r}")
-    cfg = config.validate(raw, str(a.config))
-    plan = config.make_plan(cfg, str(a.config))
-    config.write_plan(a.out, plan | {"workflow": config.workflow_commit(a.repo)})
+    _, plan = config.plan_config(raw, str(a.config), a.repo)
+    config.write_plan(a.out, plan)
     return 0
 
 

@@ -156,8 +156,19 @@ def check_depths(config: dict, arms: dict, source: str = "config") -> None:
 def measured_sha256(config: dict) -> str:
     """sha256 of the config without where its sessions run (runtime.session_resources): the
     same experiment on a laptop or as Slurm jobs has the same hash."""
-    runtime = {k: v for k, v in config.get("runtime", {}).items() if k != "session_resources"}
-    return sha256_of({**config, "runtime": runtime})
+    return sha256_of({**config, "runtime": measured_runtime(config.get("runtime") or {})})
+
+
+def measured_runtime(runtime: dict) -> dict:
+    """The runtime settings a session's measurement depends on (not where it runs)."""
+    return {k: v for k, v in runtime.items() if k != "session_resources"}
+
+
+def plan_config(config: dict, source: str, repo: Path | str) -> tuple[dict, dict]:
+    """The one way a config becomes a plan (the Snakefile and `knee plan` alike): validated
+    with its defaults, planned, and stamped with the workflow's commit."""
+    checked = validate(config, source)
+    return checked, make_plan(checked, source) | {"workflow": workflow_commit(repo)}
 
 
 def make_plan(config: dict, config_path: str = "config") -> dict:
@@ -208,8 +219,8 @@ def plan_fixed(root: Path | str) -> bool:
 
 def planned_part(plan: dict) -> dict:
     """What a plan measures (not where its sessions run)."""
-    runtime = {k: v for k, v in (plan.get("runtime") or {}).items() if k != "session_resources"}
-    return {k: plan.get(k) for k in PLANNED} | {"runtime": runtime}
+    return {k: plan.get(k) for k in PLANNED} | {
+        "runtime": measured_runtime(plan.get("runtime") or {})}
 
 
 def check_bound(plan: dict, root: Path | str, source: str) -> None:

@@ -161,7 +161,7 @@ def check_name(name: Any, source: str) -> str:
     from knee.jsonio import load_schema
 
     pattern = load_schema("config")["properties"]["name"]["pattern"]
-    if not isinstance(name, str) or not re.fullmatch(pattern.rstrip("$"), name):
+    if not isinstance(name, str) or not re.search(pattern, name):
         raise KneeError(f"{source}: {name!r} is not an experiment name (letters, digits, '.', "
                         "'_' and '-', starting with a letter or digit)")
     return name

@@ -78,6 +78,7 @@ def command_modules(command: str) -> set[str]:
     return modules
 
 
+@cache
 def code_files(command: str) -> list[str]:
     """The source files a stage's command runs, relative to the workflow's checkout."""
     root = PACKAGE.parents[1]

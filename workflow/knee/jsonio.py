@@ -67,6 +67,13 @@ def where(error: jsonschema.ValidationError) -> str:
     return parts or "(top level)"
 
 
+def form_name(form: dict) -> str:
+    """How one alternative of a oneOf reads: its type(s), or its allowed values."""
+    if "type" not in form:
+        return f"one of {form['enum']!r}"
+    return form["type"] if isinstance(form["type"], str) else " or ".join(form["type"])
+
+
 def explain(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
     """For a value that fits none of several forms (oneOf), the reason from the form whose
     type it has: `pairs: 0 is less than the minimum of 1`, not `not valid under any`."""
@@ -88,9 +95,7 @@ def explain(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
     typed = fitting or typed
     if typed:
         return explain(max(typed, key=lambda c: len(c.absolute_path)))
-    types = [t for f in forms for t in ([f["type"]] if isinstance(f.get("type"), str) else
-                                        f.get("type", []) or (["one of " + repr(f["enum"])]
-                                                              if "enum" in f else []))]
+    types = [form_name(f) for f in forms if "type" in f or "enum" in f]
     if types:
         error.message = f"{error.instance!r} is not {' or '.join(types)}"
     return error

@@ -68,9 +68,8 @@ def redact_value(value: str) -> str:
 
 def redact_env(env: dict[str, str], secret_env: list[str] | tuple = ()) -> dict[str, str]:
     """env as a receipt records it: referenced secrets and credential-like values replaced."""
-    shown = {k: FROM_ENVIRONMENT if k in secret_env else redact_value(str(v))
-             for k, v in env.items()}
-    return {**shown, **{k: FROM_ENVIRONMENT for k in secret_env}}
+    return {**{k: redact_value(str(v)) for k, v in env.items()},
+            **{k: FROM_ENVIRONMENT for k in secret_env}}
 
 
 def redact_argv(argv: list[str]) -> list[str]:

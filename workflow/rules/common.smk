@@ -13,12 +13,11 @@ from snakemake.logging import logger
 def load_config():
     """Validate the config (read by load.smk) and plan it."""
     try:
-        config.update(knee_config.validate(config, CONFIG_SOURCE))
-        return knee_config.make_plan(config, CONFIG_SOURCE) | {
-            "workflow": knee_config.workflow_commit(workflow.basedir)
-        }
+        checked, plan = knee_config.plan_config(config, CONFIG_SOURCE, workflow.basedir)
     except KneeError as e:
         raise WorkflowError(str(e)) from None
+    config.update(checked)
+    return plan
 
 
 PLAN = load_config()
@@ -74,7 +73,7 @@ def get_engine_input(wildcards):
 def get_code(command):
     """The source files `knee <command>` runs, derived from the imports (knee.deps): editing
     any of them reruns exactly the steps that run it."""
-    return knee_deps.code_files(command)
+    return list(knee_deps.code_files(command))
 
 
 def get_output_dir(wildcards, output):
@@ -95,7 +94,7 @@ SESSION_RESOURCES = PLAN["runtime"].get("session_resources", {})
 def get_session_params(wildcards):
     """Everything that decides what a session measures: a change reruns the session."""
     s = SESSIONS[wildcards.sid]
-    runtime = {k: v for k, v in PLAN["runtime"].items() if k != "session_resources"}
+    runtime = knee_config.measured_runtime(PLAN["runtime"])
     return json.dumps(
         {
             "arm": PLAN["arms"][s["arm"]],
