@@ -6,6 +6,7 @@ import pytest
 from knee import prompts
 from knee.errors import KneeError
 from knee.instruments import depth, fixture, sweep
+from knee.runtime.target import Target
 from tests.conftest import ROOT
 
 MODEL = {"name": "tiny", "path": "resources/models/tiny-llama-s0-l4-h256"}
@@ -39,7 +40,7 @@ SWEEP = {"concurrency": [3], "runs": 1, "requests_per_stream": 2, "min_requests"
 
 @pytest.mark.parametrize("api", ["completions", "chat"])
 def test_sweep_prompts_are_exactly_the_configured_tokens(engine, api):
-    out = sweep.run(engine, {**SWEEP, "api": api}, 3, MODEL, 120)
+    out = sweep.run(Target(engine, MODEL, 3, 120, api), SWEEP)
     (point,) = out["points"]
     records = point["records"]
     assert len(records) == 6 and not any(r["error"] for r in records)
@@ -54,8 +55,8 @@ def test_sweep_prompts_are_exactly_the_configured_tokens(engine, api):
 
 def test_chat_fixture_counts_tokens_from_usage(engine):
     cfg = {"prompt_dir": str(ROOT / "config" / "prompts"), "classes": ["shell"], "requests": 2,
-           "output_tokens": 9, "api": "chat"}
-    out = fixture.run(engine, cfg, 0, MODEL, 120)
+           "output_tokens": 9}
+    out = fixture.run(Target(engine, MODEL, 0, 120, "chat"), cfg)
     records = out["points"][0]["records"]
     assert [sum(r["chunk_tokens"]) for r in records] == [9, 9]
     assert out["points"][0]["profile"]["api"] == "openai-chat"
@@ -63,11 +64,12 @@ def test_chat_fixture_counts_tokens_from_usage(engine):
 
 def test_a_prefix_cache_hit_is_refused_not_timed(engine):
     cfg = {"depths": [256], "output_tokens": 16}
-    first = depth.run(engine, cfg, 7, MODEL, 120)
+    target = Target(engine, MODEL, 7, 120, "completions")
+    first = depth.run(target, cfg)
     assert first["points"][0]["prefix_cache"]["hits"] == 0
     assert first["points"][0]["records"][0]["prompt_tokens"] == 256
     with pytest.raises(KneeError, match="depth 256: the prefix cache served"):
-        depth.run(engine, cfg, 7, MODEL, 120)  # the same prompt again: a cache hit
+        depth.run(target, cfg)  # the same prompt again: a cache hit
 
 
 def test_exact_token_prompts_are_deterministic_and_exact_on_the_real_tokenizer(engine):
@@ -77,3 +79,58 @@ def test_exact_token_prompts_are_deterministic_and_exact_on_the_real_tokenizer(e
     a = prompts.exact_token_prompts(tokenize, 5, "x", 3, 40)
     assert a == prompts.exact_token_prompts(tokenize, 5, "x", 3, 40)
     assert [len(tokenize(p)) for p in a] == [40, 40, 40]
+
+
+@pytest.fixture
+def toy():
+    from knee import instruments
+    from tests import toy_instrument
+
+    instruments.register(toy_instrument.SPEC)
+    yield toy_instrument.SPEC
+    instruments.unregister(toy_instrument.SPEC.name)
+
+
+def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
+        engine, toy, default_config, tmp_path):
+    from knee import compare, config, jsonio, readme, results, session
+
+    cfg = default_config
+    cfg["instruments"] = {"sweep": {"concurrency": [1]}, "burst": {"requests": 2}}
+    cfg["bar"]["rules"] = [{"name": "burst parity", "instrument": "burst", "metric": "throughput",
+                            "point": "burst", "within_pct": 50}]
+    _, plan = config.plan_config(cfg, "toy.yaml", ROOT)  # planned: its schema, its defaults
+    assert plan["instruments"]["burst"] == {"requests": 2, "prompt_tokens": 32, "output_tokens": 8}
+    assert results.instrument_names(plan) == ["sweep", "burst"]
+    pub = ROOT / "results" / "ksched-cpu"
+    boot = jsonio.read(pub / "receipts" / "1-control-boot.json", "boot")
+    sessions = {}
+    for arm in ("control", "candidate"):  # measured: the session's window, on the real engine
+        session.measure(engine, plan, "burst", f"1-{arm}", tmp_path / arm, MODEL)
+        raw = jsonio.read(tmp_path / arm / "burst.json", "raw")
+        assert [len(p["records"]) for p in raw["points"]] == [2]
+        assert (tmp_path / arm / "burst.prom.after").is_file()
+        sessions[(1, arm)] = {"raw": {"burst": raw}, "boot": {
+            **boot, "pair": 1, "arm": arm, "bar_sha256": plan["bar_sha256"]}}
+    comparison = compare.compare(plan, sessions)  # compared
+    assert comparison["verdict"] == "VALID", comparison["mismatches"]
+    rows = [r for r in comparison["rows"] if r["instrument"] == "burst"]
+    assert {(r["point"], r["metric"]) for r in rows} == {("burst", m) for m in compare.METRICS}
+    bar = results.judge_bar(plan, comparison, [s["boot"] for s in sessions.values()])
+    assert [r["rule"] for r in bar["rules"]] == ["burst parity"]
+    text = readme.render(plan, comparison, bar, [s["boot"] for s in sessions.values()],
+                         jsonio.read(pub / "comparison" / "acceptance.json"))  # rendered
+    assert "Burst (every request at once)" in text and "burst parity" in text
+
+
+def test_a_bar_rule_cannot_name_a_point_the_toy_does_not_measure(toy, default_config):
+    from knee import config
+
+    default_config["instruments"]["burst"] = {}
+    default_config["bar"]["rules"] = [{"name": "x", "instrument": "burst", "metric": "throughput",
+                                       "point": "all", "min_gain_pct": 5}]
+    with pytest.raises(KneeError, match=r"bar.rules\[0\]: throughput at point 'all'"):
+        config.plan_config(default_config, "toy.yaml", ROOT)
+    default_config["instruments"]["burst"] = {"requests": 0}
+    with pytest.raises(KneeError, match=r"instruments.burst.requests"):
+        config.plan_config(default_config, "toy.yaml", ROOT)

@@ -25,12 +25,13 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from knee.prompts import ENDPOINTS
+
 try:
     import uvloop
 except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio still works
     uvloop = None
 
-ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 READ_SIZE = 1 << 16
 SO_TIMESTAMPNS = 35  # Linux: the receive time of the data, as a CLOCK_REALTIME timespec
 TIMESPEC = struct.Struct("@ll")

@@ -6,7 +6,7 @@ engine version matches, and the resolved servers differ only in the declared var
 
 from __future__ import annotations
 
-from knee import depthcurve, inference, noise
+from knee import depthcurve, inference, instruments, noise
 from knee.arms import differences, in_variable, shown_variable
 from knee.stats import decode_rate, mean, pct, point_summary
 
@@ -66,7 +66,7 @@ def arm_figures(raw: dict) -> dict[object, dict]:
     for point, runs in by_point.items():
         out[point] = {m: mean([r[m] for r in runs]) for m in METRICS}
         out[point]["errors"] = sum(r["errors"] for r in runs)
-    if raw["instrument"] == "fixture":
+    if instruments.get(raw["instrument"]).pools:
         recs = [r for p in raw["points"] for r in p["records"] if not r["warmup"]]
         out["all"] = {"decode_rate_p50": pct([decode_rate(r) for r in recs], 50),
                       "throughput": None, "ttft_p50": None, "errors": 0}

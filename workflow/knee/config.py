@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from knee import configfile, jsonio, places, stopping
+from knee import configfile, instruments, jsonio, places, stopping
 from knee.arms import (
     ARMS,
     NO_VARIABLE,
@@ -109,19 +109,18 @@ def check_bar(config: dict, source: str = "config") -> None:
         if rule["instrument"] not in inst:
             raise KneeError(f"{where}.instrument: {rule['instrument']!r} is not configured "
                             "under instruments")
-        if rule["instrument"] == "sweep":
-            points, metric_ok = inst["sweep"]["concurrency"], True
-        elif rule["instrument"] == "depth":
-            points, metric_ok = inst["depth"]["depths"], rule["point"] != "all"
-        else:
-            points = inst["fixture"]["classes"]
-            metric_ok = rule["metric"] == "decode_rate_p50" or rule["point"] != "all"
-        if rule["point"] != "all" and rule["point"] not in points:
+        spec = instruments.get(rule["instrument"])
+        if rule["point"] == "all":
+            if not spec.pools or rule["metric"] != "decode_rate_p50":
+                pooling = [n for n, s in instruments.REGISTRY.items() if s.pools]
+                raise KneeError(f"{where}: {rule['metric']} at point 'all' is not a figure "
+                                "knee computes (use a single point, or decode_rate_p50 of "
+                                f"{' or '.join(pooling)})")
+            continue
+        points = spec.bar_points(inst[rule["instrument"]])
+        if rule["point"] not in points:
             raise KneeError(f"{where}.point: {rule['point']!r} is not measured by "
                             f"{rule['instrument']} (its points: {points})")
-        if not metric_ok or (rule["instrument"] == "sweep" and rule["point"] == "all"):
-            raise KneeError(f"{where}: {rule['metric']} at point 'all' is not a figure knee "
-                            "computes (use a single point, or fixture decode_rate_p50)")
 
 
 def workflow_commit(repo: Path | str = ".") -> dict:

@@ -170,18 +170,26 @@ def depth(comparison: dict, title: str, out: Path) -> None:
 
 
 def render_all(plan: dict, comparison: dict, table: list[dict], out_dir: Path) -> list[Path]:
+    """Every figure an instrument declares (knee.instruments.spec), drawn whether or not the
+    experiment configures the instrument, so the workflow's outputs never depend on it."""
     name = plan["name"]
     threshold = plan["analysis"]["knee_threshold"]
+    draw = {
+        "throughput": lambda out: per_point_bars(
+            comparison, plan, "throughput", "output throughput (tok/s)",
+            f"{name}: output throughput per concurrency", out),
+        "ttft": lambda out: per_point_bars(
+            comparison, plan, "ttft_p50", "TTFT p50 (s)",
+            f"{name}: time to first token per concurrency", out),
+        "acceptance": lambda out: acceptance(
+            table, threshold, f"{name}: per-position acceptance (sweep windows)", out),
+        "fixture": lambda out: fixture(
+            comparison, f"{name}: fixture classes against the control range", out),
+        "depth": lambda out: depth(comparison, f"{name}: decode rate against prompt depth", out),
+    }
     with plt.rc_context(STABLE):
-        per_point_bars(comparison, plan, "throughput", "output throughput (tok/s)",
-                       f"{name}: output throughput per concurrency", out_dir / "throughput")
-        per_point_bars(comparison, plan, "ttft_p50", "TTFT p50 (s)",
-                       f"{name}: time to first token per concurrency", out_dir / "ttft")
-        acceptance(table, threshold, f"{name}: per-position acceptance (sweep windows)",
-                   out_dir / "acceptance")
-        fixture(comparison, f"{name}: fixture classes against the control range",
-                out_dir / "fixture")
-        depth(comparison, f"{name}: decode rate against prompt depth", out_dir / "depth")
+        for figure in FIGURES:
+            draw[figure](out_dir / figure)
     return [out_dir / f"{n}.{ext}" for n in FIGURES for ext in ("png", "svg")]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -28,11 +29,32 @@ REDERIVE = {
 
 
 @cache
-def load_schema(kind: str) -> dict:
+def schema_file(kind: str) -> dict:
+    """A schema as its file holds it."""
     path = SCHEMA_DIR / f"{kind}.schema.yaml"
     if not path.is_file():
         raise KneeError(f"no schema named {kind!r} in {SCHEMA_DIR}")
     return yaml.safe_load(path.read_text())
+
+
+@cache
+def load_schema(kind: str) -> dict:
+    """A schema as knee validates with it: the config's with every instrument's section."""
+    schema = copy.deepcopy(schema_file(kind))
+    if kind == "config":
+        add_instruments(schema)
+    return schema
+
+
+def add_instruments(schema: dict) -> None:
+    """Each registered instrument's config section, and the instruments a bar rule may name,
+    from the instrument modules (knee.instruments.spec)."""
+    from knee.instruments import REGISTRY
+
+    schema["properties"]["instruments"]["properties"].update(
+        {name: spec.schema for name, spec in REGISTRY.items()})
+    rule = schema["properties"]["bar"]["properties"]["rules"]["items"]["properties"]
+    rule["instrument"]["enum"] = [n for n, spec in REGISTRY.items() if spec.bar_points]
 
 
 def _is_integer(_checker, value) -> bool:
@@ -53,8 +75,9 @@ Validator = jsonschema.validators.extend(
 
 
 def config_default(dotted: str):
-    """A config key's default, from the config schema (the one place defaults live)."""
-    node = load_schema("config")
+    """A config key's default outside the instruments' sections, from the config schema (the
+    one place defaults live)."""
+    node = schema_file("config")
     for part in dotted.split("."):
         node = node["properties"][part]
     return node["default"]

@@ -8,8 +8,9 @@ import random
 from pathlib import Path
 
 from knee import __version__
-from knee.client import CHUNK_CLOCK, ENDPOINTS
 from knee.errors import KneeError
+
+ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 DATASET = "knee-random-words"
 DATASET_VERSION = 1
@@ -97,7 +98,7 @@ def sampling_params(output_tokens: int) -> dict:
 
 def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
             concurrency: int, warmup: int, model: dict, dataset: str, seed: int,
-            prompt_spec: str = "", api: str = "completions") -> dict:
+            chunk_clock: str, prompt_spec: str = "", api: str = "completions") -> dict:
     """The request profile of one point: what both arms must have sent, field by field."""
     return {
         "api": f"openai-{api}",
@@ -127,7 +128,7 @@ def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         **sampling,
         "client": f"knee {__version__}",
-        "chunk_clock": CHUNK_CLOCK,
+        "chunk_clock": chunk_clock,
         "prompt_sha256": fingerprint(prompts, sampling),
     }
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jinja2
 
-from knee import inference, stopping
+from knee import inference, instruments, stopping
 from knee.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.config import order_name
 
@@ -129,13 +129,11 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     tables = []
-    for inst, title in (("sweep", "Concurrency sweep"), ("fixture", "Single-stream fixture"),
-                        ("depth", "Depth (single stream, one prompt per depth)"),
-                        ("probe", "Acceptance probe (single stream per temperature)")):
+    for inst, spec in instruments.REGISTRY.items():
         rows = [{**r, "index": i} for i, r in enumerate(comparison["rows"])
                 if r["instrument"] == inst]
         if rows:
-            tables.append({"title": title, "rows": rows})
+            tables.append({"title": spec.title, "rows": rows})
     order = (f"{order_name(plan['protocol']['order'])}: "
              + ", ".join(s["id"] for s in plan["protocol"]["sessions"]))
     return env.get_template("README.md.j2").render(

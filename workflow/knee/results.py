@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from knee import jsonio, stopping
+from knee import instruments, jsonio, stopping
 
-INSTRUMENTS = ("sweep", "fixture", "depth", "probe")  # in the order a session runs them
-FIGURES = ("throughput", "ttft", "acceptance", "fixture", "depth")
+FIGURES = instruments.figures()
 
 
 def instrument_names(plan: dict) -> list[str]:
-    return [name for name in INSTRUMENTS if name in plan["instruments"]]
+    """The plan's instruments, in the order a session runs them."""
+    return [name for name in instruments.names() if name in plan["instruments"]]
 
 
 def boot_path(root: Path, sid: str) -> Path:

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from knee import cache, hostfacts, jsonio, places, receipts, secrets
+from knee import cache, hostfacts, instruments, jsonio, places, receipts, secrets
 from knee.arms import server_argv
 from knee.errors import KneeError
-from knee.instruments import REGISTRY
 from knee.results import instrument_names
 from knee.runtime import endpoint
 from knee.runtime.process import Engine, split_cpus
+from knee.runtime.target import Target
 
 
 def _raise_on_signal(signum, _frame):
@@ -254,14 +254,13 @@ def refuse_overwrite(root: Path, sid: str) -> None:
 def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict,
             client_cpus: list[int] | None = None, engine_cpus: list[int] | None = None) -> None:
     """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
-    # the depth instrument sends token ids, which only the completions endpoint takes
-    api = "completions" if name == "depth" else plan["instruments"]["api"]
-    cfg = {**plan["instruments"][name], "api": api}
-    timeout = plan["instruments"]["request_timeout_s"]
+    spec, shared = instruments.get(name), plan["instruments"]
+    target = Target(engine, model, shared["seed"], shared["request_timeout_s"],
+                    spec.api or shared["api"])
     speed = hostfacts.cpu_speed(sorted(os.sched_getaffinity(0) | set(engine_cpus or [])))
     before = endpoint.scrape(engine.base_url)
     host_before = hostfacts.snapshot()
-    result = REGISTRY[name](engine, cfg, plan["instruments"]["seed"], model, timeout)
+    result = spec.run(target, plan["instruments"][name])
     host = {**hostfacts.window(host_before, hostfacts.snapshot(), client_cpus),
             "cpu_speed_before": speed}
     after = endpoint.scrape(engine.base_url)

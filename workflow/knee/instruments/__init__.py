@@ -1,5 +1,22 @@
-"""The instruments: each runs one window of traffic and returns its raw points."""
+"""The instruments, one module each, in the order a session runs them (knee.instruments.spec)."""
 
 from knee.instruments import depth, fixture, probe, sweep
+from knee.instruments.spec import REGISTRY, Spec, register, unregister
 
-REGISTRY = {"sweep": sweep.run, "fixture": fixture.run, "depth": depth.run, "probe": probe.run}
+for _module in (sweep, fixture, depth, probe):
+    register(_module.SPEC)
+
+
+def get(name: str) -> Spec:
+    return REGISTRY[name]
+
+
+def names() -> list[str]:
+    return list(REGISTRY)
+
+
+def figures() -> tuple[str, ...]:
+    return tuple(f for spec in REGISTRY.values() for f in spec.figures)
+
+
+__all__ = ["REGISTRY", "Spec", "figures", "get", "names", "register", "unregister"]

@@ -8,12 +8,20 @@ skip one (the seed's broken first instrument), so it is refused, not measured.
 
 from __future__ import annotations
 
-from knee import client, prom, prompts
+from knee import prom, prompts
 from knee.errors import KneeError
-from knee.runtime import endpoint
+from knee.instruments.spec import Spec
 
 HITS = "vllm:prefix_cache_hits_total"
 QUERIES = "vllm:prefix_cache_queries_total"
+SCHEMA = {
+    "type": "object", "additionalProperties": False, "required": ["depths"],
+    "properties": {
+        "depths": {"type": "array", "minItems": 1, "uniqueItems": True,
+                   "items": {"type": "integer", "minimum": 1, "maximum": 1048576}},
+        "output_tokens": {"$ref": "#/$defs/tokens", "default": 64},
+    },
+}
 
 
 def depth_prompt(tokenize, seed: int, depth: int) -> list[int]:
@@ -26,21 +34,21 @@ def depth_prompt(tokenize, seed: int, depth: int) -> list[int]:
         words *= 2
 
 
-def counters(base_url: str) -> tuple[float, float]:
-    samples = prom.parse(endpoint.scrape(base_url), "prefix-cache scrape")
+def counters(target) -> tuple[float, float]:
+    samples = prom.parse(target.scrape(), "prefix-cache scrape")
     return prom.total(samples, HITS) or 0.0, prom.total(samples, QUERIES) or 0.0
 
 
-def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
+def run(target, cfg: dict) -> dict:
     sampling = prompts.sampling_params(cfg["output_tokens"])
     out = {"instrument": "depth", "points": [], "warmup": None}
-    tokenize = endpoint.tokenizer(engine.base_url, model["name"], engine.check_alive)
+    tokenize = target.tokenizer()
     for depth in cfg["depths"]:
-        ids = depth_prompt(tokenize, seed, depth)
-        hits0, queries0 = counters(engine.base_url)
-        result = client.run(engine.base_url, model["name"], [ids], sampling, 1, timeout_s)
-        hits1, queries1 = counters(engine.base_url)
-        engine.check_alive(f"depth {depth}")
+        ids = depth_prompt(tokenize, target.seed, depth)
+        hits0, queries0 = counters(target)
+        result = target.send([ids], sampling)
+        hits1, queries1 = counters(target)
+        target.check_alive(f"depth {depth}")
         rec = result["records"][0]
         if rec["error"]:
             raise KneeError(f"depth {depth}: the request failed: {rec['error']}")
@@ -53,9 +61,15 @@ def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
                 f"{queries1 - queries0:g} prompt tokens, so the decode would not follow a real "
                 "prefill at this depth; refusing to time it (use unique prompts or "
                 "--no-enable-prefix-caching)")
-        out["points"].append(prompts.point_record(
+        out["points"].append(target.record(
             result, point=depth,
             extra={"prefix_cache": {"hits": hits1 - hits0, "queries": queries1 - queries0}},
-            instrument="depth", prompts=[ids], sampling=sampling, model=model, seed=seed,
+            instrument="depth", prompt_set=[ids], sampling=sampling,
             prompt_spec=f"{depth} token ids of random words, unique head"))
     return out
+
+
+# it sends token ids, which only the completions endpoint takes
+SPEC = Spec(name="depth", title="Depth (single stream, one prompt per depth)", run=run,
+            schema=SCHEMA, bar_points=lambda cfg: cfg["depths"], api="completions",
+            figures=("depth",))

@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
-from knee import client, prompts
+from knee import prompts
+from knee.instruments.spec import Spec
+
+SCHEMA = {
+    "type": "object", "additionalProperties": False, "required": ["classes"],
+    "properties": {
+        "prompt_dir": {"type": "string", "minLength": 1, "maxLength": 1024,
+                       "default": "config/prompts"},
+        "classes": {"type": "array", "minItems": 1, "uniqueItems": True,
+                    "items": {"type": "string", "pattern": "^[A-Za-z0-9_-]+\\Z",
+                              "maxLength": 64}},
+        "requests": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 2},
+        "output_tokens": {"$ref": "#/$defs/tokens", "default": 64},
+    },
+}
 
 
-def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
+def run(target, cfg: dict) -> dict:
     sampling = prompts.sampling_params(cfg["output_tokens"])
     out = {"instrument": "fixture", "points": [], "warmup": None}
     for name in cfg["classes"]:
         texts = prompts.class_prompts(cfg["prompt_dir"], name)
         ps = [texts[i % len(texts)] for i in range(cfg["requests"])]
-        result = client.run(engine.base_url, model["name"], ps, sampling, 1, timeout_s,
-                            api=cfg["api"])
-        engine.check_alive(f"fixture class {name}")
-        out["points"].append(prompts.point_record(
-            result, point=name, instrument="fixture", prompts=ps, sampling=sampling,
-            model=model, dataset=f"fixture:{name}", seed=seed, api=cfg["api"],
-            prompt_spec=f"{cfg['prompt_dir']}/{name}/*.txt, cycled"))
+        result = target.send(ps, sampling)
+        target.check_alive(f"fixture class {name}")
+        out["points"].append(target.record(
+            result, point=name, instrument="fixture", prompt_set=ps, sampling=sampling,
+            dataset=f"fixture:{name}", prompt_spec=f"{cfg['prompt_dir']}/{name}/*.txt, cycled"))
     return out
+
+
+SPEC = Spec(name="fixture", title="Single-stream fixture", run=run, schema=SCHEMA,
+            bar_points=lambda cfg: cfg["classes"], pools=True, figures=("fixture",))

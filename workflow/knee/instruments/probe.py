@@ -3,26 +3,40 @@ acceptance of exactly that window (the scrapes bracketing it are kept in the raw
 
 from __future__ import annotations
 
-from knee import client, prompts
-from knee.runtime import endpoint
+from knee import prompts
+from knee.instruments.spec import Spec
+
+SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "temperatures": {"type": "array", "minItems": 1, "uniqueItems": True,
+                         "items": {"type": "number", "minimum": 0, "maximum": 2},
+                         "default": [0.0, 0.8]},
+        "requests": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 4},
+        "prompt_tokens": {"type": "integer", "minimum": 16, "maximum": 131072, "default": 96},
+        "output_tokens": {"$ref": "#/$defs/tokens", "default": 128},
+    },
+}
 
 
-def run(engine, cfg: dict, seed: int, model: dict, timeout_s: float) -> dict:
+def run(target, cfg: dict) -> dict:
     out = {"instrument": "probe", "points": [], "warmup": None}
-    tokenize = endpoint.tokenizer(engine.base_url, model["name"], engine.check_alive)
+    tokenize = target.tokenizer()
     for t in cfg["temperatures"]:
         sampling = {**prompts.sampling_params(cfg["output_tokens"]), "temperature": t,
-                    "seed": seed}
-        ps = prompts.exact_token_prompts(tokenize, seed, f"probe T={t}", cfg["requests"],
-                                         cfg["prompt_tokens"])
-        before = endpoint.scrape(engine.base_url)
-        result = client.run(engine.base_url, model["name"], ps, sampling, 1, timeout_s,
-                            api=cfg["api"])
-        after = endpoint.scrape(engine.base_url)
-        engine.check_alive(f"probe at temperature {t}")
-        out["points"].append(prompts.point_record(
+                    "seed": target.seed}
+        ps = prompts.exact_token_prompts(tokenize, target.seed, f"probe T={t}",
+                                         cfg["requests"], cfg["prompt_tokens"])
+        before = target.scrape()
+        result = target.send(ps, sampling)
+        after = target.scrape()
+        target.check_alive(f"probe at temperature {t}")
+        out["points"].append(target.record(
             result, point=f"T={t}", extra={"prom_before": before, "prom_after": after},
-            instrument="probe", prompts=ps, sampling=sampling, model=model, seed=seed,
-            api=cfg["api"],
+            instrument="probe", prompt_set=ps, sampling=sampling,
             prompt_spec=f"{cfg['prompt_tokens']} tokens of random words, unique head"))
     return out
+
+
+SPEC = Spec(name="probe", title="Acceptance probe (single stream per temperature)", run=run,
+            schema=SCHEMA)

@@ -1,0 +1,30 @@
+"""A toy instrument, the whole of it in this one file: one burst of exact-token prompts sent
+all at once. tests/test_engine_instruments.py registers it and sees it planned, measured,
+compared and rendered, with nothing else in knee edited."""
+
+from knee import prompts
+from knee.instruments import Spec
+
+SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "requests": {"type": "integer", "minimum": 1, "maximum": 64, "default": 3},
+        "prompt_tokens": {"type": "integer", "minimum": 16, "maximum": 4096, "default": 32},
+        "output_tokens": {"$ref": "#/$defs/tokens", "default": 8},
+    },
+}
+
+
+def run(target, cfg: dict) -> dict:
+    sampling = prompts.sampling_params(cfg["output_tokens"])
+    ps = prompts.exact_token_prompts(target.tokenizer(), target.seed, "burst",
+                                     cfg["requests"], cfg["prompt_tokens"])
+    result = target.send(ps, sampling, concurrency=len(ps))
+    target.check_alive("burst")
+    point = target.record(result, point="burst", instrument="burst", prompt_set=ps,
+                          sampling=sampling, concurrency=len(ps), prompt_spec="a burst")
+    return {"instrument": "burst", "points": [point], "warmup": None}
+
+
+SPEC = Spec(name="burst", title="Burst (every request at once)", run=run, schema=SCHEMA,
+            bar_points=lambda cfg: ["burst"])

@@ -1,0 +1,50 @@
+"""What an instrument declares about itself, read by every stage that handles its window.
+
+An instrument is one module under knee/instruments/ holding a `SPEC`: its name, the config
+section it takes (a JSON Schema, merged into the config schema), the README title of its rows,
+the points a bar rule may name, the figures it owns, and its `run(target, cfg)`. `run` talks to
+the served engine only through the target it is given (knee.runtime.target.Target: send,
+tokenizer, scrape, check_alive, record), so this package never imports the client or a
+runtime, and the analysis stages may read the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    title: str  # the README title of its comparison rows
+    run: Callable[..., dict]  # run(target, cfg) -> {"instrument", "points", "warmup"}
+    schema: dict  # its config section, under instruments.<name>
+    # the points of its config a bar rule may name; None: no bar rule may name it
+    bar_points: Callable[[dict], list] | None = None
+    pools: bool = False  # point "all": the decode rate p50 over every request of the window
+    api: str | None = None  # the endpoint it always uses, whatever instruments.api says
+    figures: tuple[str, ...] = ()  # the figures (knee.figures) drawn from its rows
+
+
+REGISTRY: dict[str, Spec] = {}
+
+
+def register(spec: Spec) -> Spec:
+    """Add an instrument; sessions run the registered ones in the order they were added."""
+    if spec.name in REGISTRY or spec.name in ("seed", "api", "request_timeout_s"):
+        raise ValueError(f"instrument name {spec.name!r} is taken")
+    REGISTRY[spec.name] = spec
+    _changed()
+    return spec
+
+
+def unregister(name: str) -> None:
+    REGISTRY.pop(name)
+    _changed()
+
+
+def _changed() -> None:
+    from knee import jsonio
+
+    jsonio.load_schema.cache_clear()
