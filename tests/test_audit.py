@@ -102,7 +102,7 @@ def test_trace_prints_the_chain_from_readme_to_config(results):
 
 def test_analysis_modules_cannot_reach_a_server():
     code = ("import sys, knee.audit, knee.figures, knee.readme, knee.compare, knee.bar, "
-            "knee.instruments, knee.prom, knee.results, knee.inference, knee.aa\n"
+            "knee.instruments, knee.prom, knee.folder, knee.inference, knee.aa\n"
             "bad = [m for m in sys.modules if m.startswith(('knee.runtime', 'knee.client', "
             "'knee.session', 'httpx'))]\n"
             "assert not bad, bad")
@@ -167,3 +167,23 @@ def test_trace_takes_a_negative_number_from_the_command_line(results):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "comparison/bar.json#/rules/" in r.stdout and "workflow commit" in r.stdout
+
+
+def test_the_readme_shows_what_each_session_used_when_its_stop_receipt_says():
+    from knee import folder, jsonio, readme
+
+    pub = ROOT / "results" / "ksched-cpu"
+    plan = jsonio.read(pub / "plan.json", "plan")
+    args = (plan, jsonio.read(pub / "comparison" / "comparison.json", "comparison"),
+            jsonio.read(pub / "comparison" / "bar.json", "bar"), folder.load_boots(plan, pub),
+            jsonio.read(pub / "comparison" / "acceptance.json"))
+    receipts = folder.session_receipts(plan, pub)
+    assert "peak memory" not in readme.render(*args, **receipts)  # older receipts: no column
+    receipts["stops"]["1-control"]["resources"] = {
+        "wall_s": 312.4, "knee_peak_rss_mib": 180.2, "engine_peak_rss_mib": 2301.6}
+    receipts["stops"]["2-control"]["resources"] = {
+        "wall_s": 290.0, "knee_peak_rss_mib": 170.0, "engine_peak_rss_mib": None}
+    text = readme.render(*args, **receipts)
+    assert "| [312](receipts/1-control-stop.json#/resources/wall_s), 180 / 2302 MiB |" in text
+    assert "170 / n/a (in its container)" in text
+    assert "| 1-candidate | " in text and " | – | " in text  # a receipt without the figures

@@ -56,7 +56,7 @@ def test_one_pair_is_inconclusive_everywhere_it_is_shown(tmp_path):
 
     from knee import readme
     from knee.cli import EXIT_VERDICT
-    from knee.results import judge_bar
+    from knee.folder import judge_bar
 
     result = compare.compare(PLAN, SESSIONS)
     boots = [s["boot"] for s in SESSIONS.values()]

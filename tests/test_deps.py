@@ -23,7 +23,7 @@ def test_a_stage_lists_every_module_it_imports(stage):
 def test_the_comparison_runs_what_its_command_imports():
     """compare's list once left out depthcurve, results and bar: derived, it cannot."""
     files = deps.code_files("compare")
-    for module in ("compare", "depthcurve", "results", "bar", "inference", "noise", "stats"):
+    for module in ("compare", "depthcurve", "folder", "bar", "inference", "noise", "stats"):
         assert f"workflow/knee/{module}.py" in files
     assert "workflow/knee/figures.py" not in files and "workflow/knee/client.py" not in files
     assert "workflow/knee/figures.py" in deps.code_files("figures")

@@ -93,7 +93,7 @@ def toy():
 
 def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
         engine, toy, default_config, tmp_path):
-    from knee import compare, config, jsonio, readme, results, session
+    from knee import compare, config, folder, jsonio, readme, session
 
     cfg = default_config
     cfg["instruments"] = {"sweep": {"concurrency": [1]}, "burst": {"requests": 2}}
@@ -101,7 +101,7 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
                             "point": "burst", "within_pct": 50}]
     _, plan = config.plan_config(cfg, "toy.yaml", ROOT)  # planned: its schema, its defaults
     assert plan["instruments"]["burst"] == {"requests": 2, "prompt_tokens": 32, "output_tokens": 8}
-    assert results.instrument_names(plan) == ["sweep", "burst"]
+    assert folder.instrument_names(plan) == ["sweep", "burst"]
     pub = ROOT / "results" / "ksched-cpu"
     boot = jsonio.read(pub / "receipts" / "1-control-boot.json", "boot")
     sessions = {}
@@ -116,7 +116,7 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
     assert comparison["verdict"] == "VALID", comparison["mismatches"]
     rows = [r for r in comparison["rows"] if r["instrument"] == "burst"]
     assert {(r["point"], r["metric"]) for r in rows} == {("burst", m) for m in compare.METRICS}
-    bar = results.judge_bar(plan, comparison, [s["boot"] for s in sessions.values()])
+    bar = folder.judge_bar(plan, comparison, [s["boot"] for s in sessions.values()])
     assert [r["rule"] for r in bar["rules"]] == ["burst parity"]
     text = readme.render(plan, comparison, bar, [s["boot"] for s in sessions.values()],
                          jsonio.read(pub / "comparison" / "acceptance.json"))  # rendered

@@ -48,7 +48,7 @@ def test_noise_labels_name_what_the_interval_resampled():
 
 
 def test_fixture_class_with_consistent_sign_is_flagged_like_the_seed():
-    # the seed's tool-JSON class: 146.8 and 146.5 vs 157.6 and 158.7 control
+    # the reference write-up's tool-JSON class: 146.8 and 146.5 vs 157.6 and 158.7 control
     def fixture(value):
         span = 10 / value
         return {"raw": {"fixture": {"instrument": "fixture", "points": [

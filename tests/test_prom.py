@@ -65,7 +65,8 @@ def test_seed_k7_window_per_position_rates():
 def test_seed_ceiling_and_modelled_rate():
     d = {"spec_decode_num_accepted_tokens_per_pos": [1, 1, 1, 1], "tokens_per_step": 2.6498}
     c = prom.ceiling(d, 0.02338)
-    assert 213.8 <= c["ceiling_decode_rate"] < 213.9  # (4 + 1) / 23.38 ms: the seed's 213.8
+    # (4 + 1) / 23.38 ms: the reference write-up's 213.8
+    assert 213.8 <= c["ceiling_decode_rate"] < 213.9
     assert round(c["modelled_decode_rate"], 1) == 113.3
     assert "inter_token_latency" in c["step_time_source"]
 

@@ -98,6 +98,10 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
         assert c["keys"][c["key"]]["aot"] in ("loaded", "present, failed to load, recompiled",
                                               "compiled and saved (not in the cache)")
     assert "Compile cache: " in readme
+    used = jsonio.read(root / "receipts" / "1-control-stop.json", "stop")["resources"]
+    assert used["wall_s"] > boot["boot_seconds"]  # the session outlasts its boot
+    assert used["engine_peak_rss_mib"] > 100 and used["knee_peak_rss_mib"] > 20  # a real vLLM
+    assert "(receipts/1-control-stop.json#/resources/wall_s)" in readme
     png = root / "figures" / "throughput.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -16,8 +16,8 @@ from knee import bar, compare, inference, jsonio
 from knee.arms import NO_VARIABLE
 from knee.config import sha256_of
 from knee.errors import KneeError
+from knee.folder import load_sessions
 from knee.noise import spread_pct
-from knee.results import load_sessions
 
 
 def boots_of(roots: list[Path], arm: dict) -> list[dict]:

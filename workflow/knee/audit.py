@@ -12,15 +12,15 @@ from pathlib import Path
 
 from knee import compare, jsonio, prom, readme
 from knee.errors import KneeError
-from knee.results import (
+from knee.folder import (
     decide,
     instrument_names,
     judge_bar,
-    load_caches,
     load_sessions,
     realized_pairs,
     realized_path,
     realized_sessions,
+    session_receipts,
     window_metrics,
 )
 
@@ -131,7 +131,8 @@ def audit(root: Path) -> list[str]:
     problems += [f"comparison/bar.json#{p}: differs from the recomputation"
                  for p in diff({k: stored_bar.get(k) for k in bar}, bar)]
     acceptance = {"windows": prom.acceptance_table(windows, sources)}
-    text = readme.render(plan, comparison, bar, boots, acceptance, load_caches(plan, root))
+    text = readme.render(plan, comparison, bar, boots, acceptance,
+                         **session_receipts(plan, root))
     published = (root / "README.md").read_text().splitlines()
     differing = [(n, a, b) for n, (a, b) in
                  enumerate(zip(published, text.splitlines(), strict=False), 1) if a != b]

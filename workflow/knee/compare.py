@@ -80,27 +80,35 @@ def delta_pct(control: float | None, candidate: float | None) -> float | None:
     return 100.0 * (candidate - control) / control
 
 
+def cells(pairs: list[tuple[dict, dict]]):
+    """(instrument, point, metric, per-pair figures, control, candidate) for every figure either
+    arm has; control and candidate are the arms' means over the pairs given."""
+    for inst in sorted(pairs[0][0]["raw"]):
+        figs = [(arm_figures(c["raw"][inst]), arm_figures(d["raw"][inst])) for c, d in pairs]
+        for point in figs[0][0]:
+            for m in METRICS:
+                a = mean([fa[point][m] for fa, _ in figs])
+                b = mean([fb[point][m] for _, fb in figs])
+                if a is not None or b is not None:
+                    yield inst, point, m, [(fa[point][m], fb[point][m]) for fa, fb in figs], a, b
+
+
 def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict, seed: int,
                   confidence: float) -> list[dict]:
     rows = []
-    for inst in sorted(control["raw"]):
+    spread = {(inst, m): (noise.run_spread(control["raw"][inst], m),
+                          noise.run_spread(candidate["raw"][inst], m))
+              for inst in control["raw"] for m in METRICS}
+    for inst, point, m, _, a, b in cells([(control, candidate)]):
         ra, rb = control["raw"][inst], candidate["raw"][inst]
-        fa, fb = arm_figures(ra), arm_figures(rb)
-        spread = {m: (noise.run_spread(ra, m), noise.run_spread(rb, m)) for m in METRICS}
-        for point in fa:
-            for m in METRICS:
-                a, b = fa[point][m], fb[point][m]
-                if a is None and b is None:
-                    continue
-                spreads = [spread[m][0].get(point), spread[m][1].get(point),
-                           drift.get((inst, point, m))]
-                interval = inference.within_pair_interval(
-                    noise.requests_of(ra, point), noise.requests_of(rb, point), m, seed,
-                    centre=delta_pct(a, b) if m == "throughput" else None,
-                    confidence=confidence)
-                rows.append(row(inst, point, pair, m, a, b, spreads, delta_pct(a, b),
-                                {"interval": interval, "interval_level": inference.REQUESTS,
-                                 "confidence": confidence}))
+        spreads = [spread[inst, m][0].get(point), spread[inst, m][1].get(point),
+                   drift.get((inst, point, m))]
+        interval = inference.within_pair_interval(
+            noise.requests_of(ra, point), noise.requests_of(rb, point), m, seed,
+            centre=delta_pct(a, b) if m == "throughput" else None, confidence=confidence)
+        rows.append(row(inst, point, pair, m, a, b, spreads, delta_pct(a, b),
+                        {"interval": interval, "interval_level": inference.REQUESTS,
+                         "confidence": confidence}))
     return rows
 
 
@@ -130,28 +138,22 @@ def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, confidence: float)
     """One row per instrument, point and metric: the effect over boot pairs with its t
     interval (knee.inference), the arms' mean figures beside it for reading."""
     rows = []
-    for inst in sorted(pairs[0][0]["raw"]):
-        figs = [(arm_figures(c["raw"][inst]), arm_figures(d["raw"][inst])) for c, d in pairs]
-        for point in figs[0][0]:
-            for m in METRICS:
-                a = mean([fa[point][m] for fa, _ in figs])
-                b = mean([fb[point][m] for _, fb in figs])
-                if a is None and b is None:
-                    continue
-                ratios = [inference.log_ratio(fa[point][m], fb[point][m]) for fa, fb in figs]
-                eff = inference.effect(ratios)
-                interval = {"interval": eff and eff.interval_pct(confidence),
-                            "interval_level": inference.PAIRS, "confidence": confidence,
-                            "pairs": eff.n if eff else 0,
-                            "per_pair_delta_pct": [x if x is None else inference.to_pct(x)
-                                                   for x in ratios]}
-                rows.append(row(inst, point, "all", m, a, b, [drift.get((inst, point, m))],
-                                eff and inference.to_pct(eff.mean), interval))
+    for inst, point, m, per_pair, a, b in cells(pairs):
+        ratios = [inference.log_ratio(x, y) for x, y in per_pair]
+        eff = inference.effect(ratios)
+        interval = {"interval": eff and eff.interval_pct(confidence),
+                    "interval_level": inference.PAIRS, "confidence": confidence,
+                    "pairs": eff.n if eff else 0,
+                    "per_pair_delta_pct": [x if x is None else inference.to_pct(x)
+                                           for x in ratios]}
+        rows.append(row(inst, point, "all", m, a, b, [drift.get((inst, point, m))],
+                        eff and inference.to_pct(eff.mean), interval))
     return rows
 
 
 def fixture_classes(pairs: list[tuple[dict, dict]]) -> list[dict]:
-    """Each class's candidate figure against the range of every control boot (the seed's flag)."""
+    """Each class's candidate figure against the range of every control boot (the flag of the
+    reference write-up)."""
     if "fixture" not in pairs[0][0]["raw"]:
         return []
     out = []

@@ -1,8 +1,8 @@
 """Decode rate against prompt depth (pure): the line, its band, and the points left out.
 
 A point is excluded, with its reason recorded, when its continuation was unrepresentative:
-far more tokens per stream chunk than the other depths (the seed's 212K point: a repetitive
-continuation the drafter guessed in long streaks). The band is the spread of the included
+far more tokens per stream chunk than the other depths (the reference write-up's 212K point: a
+repetitive continuation the drafter guessed in long streaks). The band is the spread of the included
 points around the shallowest included one.
 """
 

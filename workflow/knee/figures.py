@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from knee.results import FIGURES  # noqa: E402
+from knee.folder import FIGURES  # noqa: E402
 from knee.stats import mean  # noqa: E402
 
 STABLE = {"svg.hashsalt": "knee", "svg.fonttype": "none", "font.size": 9}

@@ -160,7 +160,8 @@ def _key(name: str) -> str:
 
 
 def spec_summary(d: dict, knee_threshold: float = KNEE_THRESHOLD) -> dict:
-    """The seeds' definitions: rates over drafts and draft tokens, and the knee position."""
+    """The reference write-ups' definitions: rates over drafts and draft tokens, and the knee
+    position."""
     drafts = d["spec_decode_num_drafts"]
     accepted = d["spec_decode_num_accepted_tokens"]
     per_pos = d.get("spec_decode_num_accepted_tokens_per_pos", [])

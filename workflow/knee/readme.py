@@ -125,7 +125,7 @@ def shared_key(caches: dict[str, dict]) -> str | None:
 
 
 def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict,
-           caches: dict[str, dict] | None = None) -> str:
+           caches: dict[str, dict] | None = None, stops: dict[str, dict] | None = None) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     tables = []
@@ -145,6 +145,7 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         positions=positions,
         probes=[w for w in acceptance["windows"] if w.get("temperatures")],
         headline=headline(comparison, bar), caches=caches or {},
+        used={sid: s["resources"] for sid, s in (stops or {}).items() if "resources" in s},
         calibration=(inference.false_positives(comparison["rows"])
                      if plan["variable"] == NO_VARIABLE else None),
         protocol_words=protocol_words(plan, bar),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -22,7 +23,7 @@ from pathlib import Path
 from knee import cache, hostfacts, instruments, jsonio, places, receipts, secrets
 from knee.arms import server_argv
 from knee.errors import KneeError
-from knee.results import instrument_names
+from knee.folder import instrument_names
 from knee.runtime import endpoint
 from knee.runtime.process import Engine, split_cpus
 from knee.runtime.target import Target
@@ -56,8 +57,10 @@ class Session:
     staging: Path = field(init=False)
     log: Path = field(init=False)
     cache_root: Path = field(init=False)
+    started: float = field(init=False)  # monotonic seconds when the session began
 
     def __post_init__(self) -> None:
+        self.started = time.monotonic()
         self.info = session_info(self.plan, self.sid)
         self.arm = self.plan["arms"][self.info["arm"]]
         self.rt = self.plan["runtime"]
@@ -189,12 +192,25 @@ def stop(s: Session, engine: Engine, ok: bool) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     stopped = engine.stop(s.rt["stop_timeout_s"])
-    s.receipt("stop", {"stopped_at": now(), "completed": ok, "log": str(s.log), **stopped})
+    s.receipt("stop", {"stopped_at": now(), "completed": ok, "log": str(s.log), **stopped,
+                       "resources": used(s)})
     if not ok:
         failed = s.root / "failed" / f"{s.sid}-{int(time.time())}"
         failed.parent.mkdir(parents=True, exist_ok=True)
         os.replace(s.staging, failed)
         print(f"session {s.sid} failed; partial data kept in {failed}", file=sys.stderr)
+
+
+def used(s: Session) -> dict:
+    """What the session used, from start to stop: its wall time, the peak resident memory of
+    knee's session process, and of the engine where it is knee's child (process runtime: the
+    largest engine process the kernel saw exit, server or engine core); a container's memory
+    is the docker engine's to report."""
+    mib = 1024.0  # ru_maxrss is in KiB on Linux
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / mib
+    return {"wall_s": round(time.monotonic() - s.started, 3),
+            "knee_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / mib, 1),
+            "engine_peak_rss_mib": round(child, 1) if s.rt["kind"] == "process" else None}
 
 
 def container_engine(plan: dict, sid: str, arm: dict, model: dict, image: dict, log: Path,

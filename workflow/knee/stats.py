@@ -1,4 +1,5 @@
-"""Per-request and per-point figures from raw records (pure; the seeds' definitions)."""
+"""Per-request and per-point figures from raw records (pure; the reference write-ups'
+definitions)."""
 
 from __future__ import annotations
 

@@ -17,14 +17,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-WORDS = (
-    "the of and to in is for on with as by at from that this it be are was "
-    "server request token model batch decode prefill cache draft accept step "
-    "queue stream chunk latency throughput config schedule engine kernel expert "
-    "def return import class self if else for while try except yield lambda "
-    "ls cd grep sed awk cat echo export git make docker run build push pull "
-    "name value type id list map key error status result data items count"
-).split()
+from knee.prompts import WORDS as PROMPT_WORDS
+
+# the corpus the tokenizer is trained on: the prompts' words with "for" a second time, before
+# "while" (the generated model's sha256, which published results record, follows this list)
+WORDS = [*PROMPT_WORDS[:PROMPT_WORDS.index("while")], "for",
+         *PROMPT_WORDS[PROMPT_WORDS.index("while"):]]
 
 
 # a plain role-prefixed template, so /v1/chat/completions works on the tiny model

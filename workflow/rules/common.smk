@@ -6,7 +6,7 @@ from knee import config as knee_config
 from knee import deps as knee_deps
 from knee import stopping as knee_stopping
 from knee.errors import KneeError
-from knee.results import FIGURES, instrument_names
+from knee.folder import FIGURES, instrument_names
 from snakemake.logging import logger
 
 

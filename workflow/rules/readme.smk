@@ -45,6 +45,7 @@ rule readme:
         figures=rules.figures_render.output,
         realized=get_realized,
         boots=get_all_sessions("boot"),
+        stops=get_all_sessions("stop"),
         template="workflow/knee/templates/README.md.j2",
         code=get_code("readme"),
     output:

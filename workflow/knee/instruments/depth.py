@@ -3,7 +3,7 @@
 Each prompt is exactly `depth` tokens of the model's own tokenizer (the server's /tokenize),
 sent as token ids, with a unique head so no depth can be served from another's prefix cache.
 The prefix-cache counters are scraped around every request: a hit would time a re-prefill or
-skip one (the seed's broken first instrument), so it is refused, not measured.
+skip one (the reference write-up's broken first instrument), so it is refused, not measured.
 """
 
 from __future__ import annotations

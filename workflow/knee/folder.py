@@ -23,11 +23,17 @@ def load_boots(plan: dict, root: Path) -> list[dict]:
     return [jsonio.read(boot_path(root, s["id"]), "boot") for s in realized_sessions(plan, root)]
 
 
-def load_caches(plan: dict, root: Path) -> dict[str, dict]:
-    """Every session's compile-cache receipt that exists, by session id."""
-    paths = {s["id"]: Path(root) / "receipts" / f"{s['id']}-cache.json"
+def load_receipts(plan: dict, root: Path, kind: str) -> dict[str, dict]:
+    """Every session's receipt of this kind that exists, by session id."""
+    paths = {s["id"]: Path(root) / "receipts" / f"{s['id']}-{kind}.json"
              for s in realized_sessions(plan, root)}
-    return {sid: jsonio.read(p, "cache") for sid, p in paths.items() if p.exists()}
+    return {sid: jsonio.read(p, kind) for sid, p in paths.items() if p.exists()}
+
+
+def session_receipts(plan: dict, root: Path) -> dict[str, dict]:
+    """What the README shows of each session beside its boot: compile cache and stop."""
+    return {"caches": load_receipts(plan, root, "cache"),
+            "stops": load_receipts(plan, root, "stop")}
 
 
 def realized_path(root: Path) -> Path:
@@ -56,14 +62,17 @@ def load_sessions(plan: dict, root: Path, pairs: int | None = None) -> dict:
     """sessions[(pair, arm)] = {"boot", "raw": {instrument: raw}, "files": {kind: path}}, for
     the pairs that ran (or the first `pairs`)."""
     out = {}
-    n = realized_pairs(plan, root) if pairs is None else pairs
-    for s in sessions_upto(plan, n):
-        files = {n: Path(root) / "raw" / s["id"] / f"{n}.json" for n in instrument_names(plan)}
-        files["boot"] = boot_path(root, s["id"])
-        out[(s["pair"], s["arm"])] = {
+    upto = realized_pairs(plan, root) if pairs is None else pairs
+    for session in sessions_upto(plan, upto):
+        sid = session["id"]
+        files = {name: Path(root) / "raw" / sid / f"{name}.json"
+                 for name in instrument_names(plan)}
+        files["boot"] = boot_path(root, sid)
+        out[(session["pair"], session["arm"])] = {
             "boot": jsonio.read(files["boot"], "boot"),
-            "raw": {n: jsonio.read(p, "raw") for n, p in files.items() if n != "boot"},
-            "files": {k: str(v) for k, v in files.items()},
+            "raw": {name: jsonio.read(path, "raw") for name, path in files.items()
+                    if name != "boot"},
+            "files": {kind: str(path) for kind, path in files.items()},
         }
     return out
 
