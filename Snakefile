@@ -15,6 +15,11 @@ resource_scopes:
 include: "workflow/rules/load.smk"
 
 
+# `snakemake --report results/NAME/report.html`: this text, the verdict, the comparison table,
+# the figures and the tidy tables (outputs marked with report())
+report: "workflow/report/workflow.rst"
+
+
 if "experiments" in config:
 
     include: "workflow/rules/experiments.smk"
@@ -38,6 +43,7 @@ else:
     include: "workflow/rules/metrics.smk"
     include: "workflow/rules/compare.smk"
     include: "workflow/rules/readme.smk"
+    include: "workflow/rules/exports.smk"
 
     onerror:
         shell("knee cleanup --root {R} {CLEANUP_FLAGS}")

@@ -86,3 +86,14 @@ def wait_for_traffic(proc, log: Path, timeout_s: float, who: str) -> None:
             break
         time.sleep(0.5)
     assert proc.poll() is None, f"the workflow ended before the {who}'s sweep started"
+
+
+@pytest.fixture
+def results(tmp_path):
+    """A writable copy of the published example results (a real run of the default)."""
+    copied = tmp_path / "ksched-cpu"
+    shutil.copytree(ROOT / "results" / "ksched-cpu", copied,
+                    ignore=shutil.ignore_patterns("logs", "failed", ".*"))
+    for p in copied.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return copied

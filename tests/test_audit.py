@@ -13,15 +13,6 @@ from tests.conftest import ROOT
 EXAMPLE = ROOT / "results" / "ksched-cpu"
 
 
-@pytest.fixture
-def results(tmp_path):
-    copy = tmp_path / "ksched-cpu"
-    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("logs", "failed", ".*"))
-    for p in copy.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    return copy
-
-
 def test_the_published_example_passes_the_audit(results):
     assert audit.audit(results) == []
 

@@ -10,7 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from knee import compare, jsonio, prom, readme
+from knee import compare, jsonio, prom, readme, tables
 from knee.errors import KneeError
 from knee.folder import (
     decide,
@@ -126,6 +126,7 @@ def audit(root: Path) -> list[str]:
     stored = jsonio.read(root / "comparison" / "comparison.json", "comparison")
     problems += [f"comparison/comparison.json#{p}: differs from the recomputation"
                  for p in diff({k: stored.get(k) for k in comparison}, comparison)]
+    problems += tables.check(root, stored, loaded)
     bar = judge_bar(plan, comparison, boots)
     stored_bar = jsonio.read(root / "comparison" / "bar.json", "bar")
     problems += [f"comparison/bar.json#{p}: differs from the recomputation"

@@ -135,6 +135,16 @@ def cmd_trace(args) -> int:
     return 0
 
 
+def cmd_tables(args) -> int:
+    from knee import tables
+
+    plan = jsonio.read(args.plan, "plan")
+    tables.write(tables.comparison_rows(jsonio.read(args.comparison, "comparison")),
+                 args.out_rows)
+    tables.write(tables.request_rows(load_sessions(plan, args.plan.parent)), args.out_requests)
+    return 0
+
+
 def cmd_manifest(args) -> int:
     from knee import audit
 
@@ -153,6 +163,10 @@ def cmd_bar(args) -> int:
         from knee import readme
 
         jsonio.atomic_write_text(args.out_md, readme.comparison_markdown(comparison, bar))
+    if args.out_html:
+        from knee import readme
+
+        jsonio.atomic_write_text(args.out_html, readme.verdict_html(comparison, bar))
     print(f"bar {bar['verdict']}: " + "; ".join(f"{r['rule']} {r['verdict']}"
                                                  for r in bar["rules"]), file=sys.stderr)
     return EXIT_VERDICT[bar["verdict"]] if args.exit_verdict else 0
@@ -262,6 +276,8 @@ COMMANDS = {
         PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
         OUT, ("--out-md", {"type": Path, "help": "also write comparison.md: validation and "
                                                  "verdicts"}),
+        ("--out-html", {"type": Path, "help": "also write verdict.html: the verdicts and the "
+                                              "comparison as one page (the Snakemake report)"}),
         ("--exit-verdict", {"action": "store_true",
                             "help": "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID"})]),
     "decide": ("stopping by precision: after pair N, one more pair or stop",
@@ -293,6 +309,13 @@ COMMANDS = {
     "trace": ("the chain behind a README number: derived file, raw records, boot, config",
               f"knee trace {R} 1418.96", [
         RESULTS, ("query", {"help": "a number as the README shows it, or FILE#POINTER"})]),
+    "tables": ("tidy tables for a notebook: comparison rows (CSV), every request (Parquet)",
+               f"knee tables --plan {R}/plan.json --comparison C --out-rows rows.csv "
+               "--out-requests requests.parquet", [
+        PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
+        ("--out-rows", {"type": Path, "required": True, "help": "comparison/rows.csv"}),
+        ("--out-requests", {"type": Path, "required": True,
+                            "help": "raw/requests.parquet"})]),
     "manifest": ("write MANIFEST.sha256: the sha256 of every raw and derived file",
                  f"knee manifest {R}", [RESULTS]),
 }

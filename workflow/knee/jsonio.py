@@ -135,12 +135,13 @@ def check(kind: str, data: Any, source: str) -> None:
         raise KneeError("invalid " + kind + ":\n  " + "\n  ".join(lines))
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str | bytes) -> None:
+    """Text (or bytes) to a temporary name beside the file, synced, then renamed over it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

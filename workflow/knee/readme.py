@@ -126,8 +126,7 @@ def shared_key(caches: dict[str, dict]) -> str | None:
 
 def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict,
            caches: dict[str, dict] | None = None, stops: dict[str, dict] | None = None) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env = templates(html=False)
     tables = []
     for inst, spec in instruments.REGISTRY.items():
         rows = [{**r, "index": i} for i, r in enumerate(comparison["rows"])
@@ -151,6 +150,21 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         protocol_words=protocol_words(plan, bar),
         level=level,
         shared_key=shared_key(caches or {}))
+
+
+def templates(html: bool) -> jinja2.Environment:
+    """knee's templates; an HTML one escapes every value it shows."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=html,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env.filters["pctf"] = pctf
+    return env
+
+
+def verdict_html(comparison: dict, bar: dict) -> str:
+    """The bar's verdicts and the comparison table as one self-contained page (for the
+    Snakemake report)."""
+    return templates(html=True).get_template("verdict.html.j2").render(
+        comparison=comparison, bar=bar, pctf=pctf, ci=ci, fmt=fmt, level=level)
 
 
 def comparison_markdown(comparison: dict, bar: dict | None = None) -> str:

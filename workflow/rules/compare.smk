@@ -27,6 +27,11 @@ rule bar:
     output:
         json=f"{R}/comparison/bar.json",
         md=f"{R}/comparison/comparison.md",
+        html=report(
+            f"{R}/comparison/verdict.html",
+            caption="../report/verdict.rst",
+            category="Verdict",
+        ),
     log:
         f"{R}/logs/bar.log",
     localrule: True
@@ -34,4 +39,4 @@ rule bar:
         "../../envs/workflow.yaml"
     shell:
         "knee bar --plan {input.plan} --comparison {input.comparison}"
-        " --out {output.json} --out-md {output.md} > {log} 2>&1"
+        " --out {output.json} --out-md {output.md} --out-html {output.html} > {log} 2>&1"

@@ -58,20 +58,3 @@ rule readme:
     shell:
         "knee readme --plan {input.plan} --comparison {input.comparison} --bar {input.bar}"
         " --acceptance {input.acceptance} --out {output} > {log} 2>&1"
-
-
-rule manifest:
-    """sha256 of every raw and derived file, written last."""
-    input:
-        rules.readme.output,
-    output:
-        f"{R}/MANIFEST.sha256",
-    log:
-        f"{R}/logs/manifest.log",
-    localrule: True
-    conda:
-        "../../envs/workflow.yaml"
-    params:
-        results=get_output_dir,
-    shell:
-        "knee manifest {params.results} > {log} 2>&1"
