@@ -18,6 +18,7 @@ is preempted between a chunk's stamp and its send, and that shows up as timing e
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import subprocess
@@ -29,7 +30,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from knee import client
+from knee import client, progress
 from knee.runtime.endpoint import free_port
 from knee.runtime.process import split_cpus
 
@@ -58,10 +59,15 @@ def chunks_sent(base: str) -> int:
     return httpx.get(f"{base}/stats", timeout=10).json()["chunks"]
 
 
-def knee_client(base: str, c: int, n: int, tokens: int) -> dict:
+def knee_client(base: str, c: int, n: int, tokens: int, bar: bool = False) -> dict:
+    """knee's client; with bar, as a session runs it on a terminal: a progress bar drawn from
+    a thread four times a second (here into memory, so the terminal is not the cost)."""
     sampling = {"max_tokens": tokens, "temperature": 0.0, "ignore_eos": True}
+    done: list = []
+    drawing = progress.Bar("bench", n, done, stream=io.StringIO(), force=bar)
     sent0, cpu0, t0 = chunks_sent(base), time.process_time(), time.perf_counter()
-    result = client.run(base, "bench", ["hello"] * n, sampling, c, 600)
+    with drawing:
+        result = client.run(base, "bench", ["hello"] * n, sampling, c, 600, done=done)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
     chunks = chunks_sent(base) - sent0
     errors = []
@@ -104,6 +110,8 @@ def main() -> int:
                     help="how bench/sse_server.py streams (see its docstring)")
     ap.add_argument("--step-ms", type=float, default=0.0,
                     help="step mode: the server's step time (0: as fast as it can)")
+    ap.add_argument("--progress", action="store_true",
+                    help="also run knee's client with the live progress bar on (knee+bar)")
     ap.add_argument("--server-cpus", type=int, nargs="*",
                     default=sorted(os.sched_getaffinity(0))[-1:],
                     help="CPUs of the server; the clients get the others, as a session splits "
@@ -128,19 +136,19 @@ def main() -> int:
         print(f"server mode: {a.mode}" + (f", {a.step_ms} ms steps" if a.step_ms else "")
               + (f"; server on CPUs {server_cpus}, clients on CPUs {client_cpus}"
                  if client_cpus else "; not pinned"))
-        print("client  conc  chunks  cpu s  wall s  busy  chunks/cpu-s  err p50 ms  err p99 ms")
+        print("client    conc  chunks  cpu s  wall s  busy  chunks/cpu-s  err p50 ms  err p99 ms")
         rates, p99 = {}, {}
         for c in a.concurrency:
             n = c * a.requests_per_stream
             out = Path(tempfile.gettempdir()) / f"knee-bench-vllm-c{c}.json"
-            for name in ("knee", "vllm"):
-                m = (knee_client(base, c, n, a.tokens) if name == "knee"
-                     else vllm_client(base, c, n, a.tokens, out))
+            for name in ("knee", "knee+bar", "vllm") if a.progress else ("knee", "vllm"):
+                m = (vllm_client(base, c, n, a.tokens, out) if name == "vllm"
+                     else knee_client(base, c, n, a.tokens, bar=name == "knee+bar"))
                 rate = m["chunks"] / m["cpu_s"] if m["cpu_s"] else float("nan")
                 rates[(name, c)] = rate
                 err = (f"{m['err_p50_ms']:10.3f}  {m['err_p99_ms']:10.3f}"
                        if m.get("err_p50_ms") is not None else f"{'-':>10}  {'-':>10}")
-                print(f"{name:6} {c:5d} {m['chunks']:7d} {m['cpu_s']:6.2f} {m['wall_s']:7.2f}"
+                print(f"{name:8} {c:5d} {m['chunks']:7d} {m['cpu_s']:6.2f} {m['wall_s']:7.2f}"
                       f"  {m['cpu_s'] / m['wall_s']:4.0%}  {rate:12.0f}  {err}")
                 if name == "knee":
                     p99[c] = m["err_p99_ms"]
@@ -149,7 +157,9 @@ def main() -> int:
                               " one-token chunks sent")
         for c in a.concurrency:
             print(f"concurrency {c}: knee / vllm chunk rate per client core = "
-                  f"{rates[('knee', c)] / rates[('vllm', c)]:.2f}x")
+                  f"{rates[('knee', c)] / rates[('vllm', c)]:.2f}x"
+                  + (f"; knee with the progress bar / without = "
+                     f"{rates[('knee+bar', c)] / rates[('knee', c)]:.2f}x" if a.progress else ""))
         if 256 in a.concurrency and 64 in a.concurrency:
             ratio = rates[("knee", 256)] / rates[("vllm", 256)]
             print(f"target chunk rate >= 1.5x at 256: {'met' if ratio >= 1.5 else 'MISSED'}; "

@@ -102,6 +102,9 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert used["wall_s"] > boot["boot_seconds"]  # the session outlasts its boot
     assert used["engine_peak_rss_mib"] > 100 and used["knee_peak_rss_mib"] > 20  # a real vLLM
     assert "(receipts/1-control-stop.json#/resources/wall_s)" in readme
+    session_log = (root / "logs" / "session" / "1-control.log").read_text()  # live progress
+    assert "1-control sweep point 4 run 1: " in session_log and " ok\n" in session_log
+    assert "1-control probe window done: 2 points in " in session_log
     png = root / "figures" / "throughput.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -7,6 +7,7 @@ workflow (analysis, comparison, bar, README), never imports the runtime or the c
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from knee.folder import (
 )
 
 MANIFEST = "MANIFEST.sha256"
-LISTED = ("plan.json", "README.md", "receipts", "raw", "protocol", "comparison", "figures")
+CRATE = "ro-crate-metadata.json"
+LISTED = ("plan.json", "README.md", "receipts", "raw", "protocol", "comparison", "figures",
+          "workflow", "ro-crate-metadata.json")
 
 
 def sha256_file(path: Path) -> str:
@@ -86,11 +89,36 @@ def check_manifest(root: Path) -> list[str]:
     return problems
 
 
+def check_crate(root: Path) -> list[str]:
+    """The RO-Crate's files and their sha256 against MANIFEST.sha256 (which check_manifest
+    holds against the files themselves)."""
+    path, manifest = root / CRATE, root / MANIFEST
+    if not path.is_file():
+        return [f"{CRATE}: missing (re-render: knee crate)"]
+    if not manifest.is_file():
+        return []
+    files = [e for e in json.loads(path.read_text())["@graph"]
+             if "File" in ([e["@type"]] if isinstance(e["@type"], str) else e["@type"])]
+    described = {e["@id"]: e.get("sha256") for e in files}
+    listed = dict(reversed(line.split("  ", 1)) for line in manifest.read_text().splitlines())
+    listed.pop(CRATE, None)
+    problems = []
+    for name in sorted(set(listed) | set(described)):
+        if name not in described:
+            problems.append(f"{CRATE}: {name} is listed in {MANIFEST} but not in the crate")
+        elif name not in listed:
+            problems.append(f"{CRATE}: describes {name}, which {MANIFEST} does not list")
+        elif described[name] != listed[name]:
+            problems.append(f"{CRATE}: {name}: sha256 {str(described[name])[:12]} != "
+                            f"{MANIFEST}'s {listed[name][:12]}")
+    return problems
+
+
 def audit(root: Path) -> list[str]:
     """Everything that disagrees, as lines naming the file and the field; empty if all agree."""
     root = Path(root)
     plan = jsonio.read(root / "plan.json", "plan")
-    problems = check_manifest(root)
+    problems = check_manifest(root) + check_crate(root)
     loaded = load_sessions(plan, root)
     order = [(s["id"], loaded[(s["pair"], s["arm"])]) for s in realized_sessions(plan, root)]
     boots = [session["boot"] for _, session in order]

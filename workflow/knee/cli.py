@@ -145,6 +145,13 @@ def cmd_tables(args) -> int:
     return 0
 
 
+def cmd_crate(args) -> int:
+    from knee import crate
+
+    crate.write(args.results, args.snakefile, args.config)
+    return 0
+
+
 def cmd_manifest(args) -> int:
     from knee import audit
 
@@ -316,6 +323,11 @@ COMMANDS = {
         ("--out-rows", {"type": Path, "required": True, "help": "comparison/rows.csv"}),
         ("--out-requests", {"type": Path, "required": True,
                             "help": "raw/requests.parquet"})]),
+    "crate": ("the results folder as a Workflow Run RO-Crate: ro-crate-metadata.json, and the "
+              "Snakefile, config and prompt files copied under workflow/",
+              f"knee crate {R} --snakefile Snakefile --config config/config.yaml", [
+        RESULTS, ("--snakefile", {"type": Path, "required": True, "help": "the workflow's"}),
+        ("--config", {"type": Path, "required": True, "help": "the experiment's config"})]),
     "manifest": ("write MANIFEST.sha256: the sha256 of every raw and derived file",
                  f"knee manifest {R}", [RESULTS]),
 }

@@ -301,15 +301,16 @@ def request_body(api: str, model: str, prompt, sampling: dict) -> dict:
 
 async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
                       concurrency: int, timeout_s: float, warmup: bool = False,
-                      api: str = "completions") -> dict:
-    """Send every prompt with `concurrency` requests in flight; return records and wall time."""
+                      api: str = "completions", done: list | None = None) -> dict:
+    """Send every prompt with `concurrency` requests in flight; return records and wall time.
+    Each finished request's record is appended to `done` (a list the caller may watch)."""
     target = urlsplit(base_url + ENDPOINTS[api])
     requests = [request_bytes(target, request_body(api, model, p, sampling)) for p in prompts]
     loop = asyncio.get_running_loop()
     addr = (await loop.getaddrinfo(target.hostname, target.port or 80,
                                    type=socket.SOCK_STREAM))[0] if prompts else None
     queue = list(range(len(prompts)))[::-1]
-    records: list[Record] = []
+    records: list[Record] = [] if done is None else done
     t0 = time.perf_counter()
 
     async def worker() -> None:
@@ -343,11 +344,13 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
 
 
 def run(base_url: str, model: str, prompts: list, sampling: dict, concurrency: int,
-        timeout_s: float, warmup: bool = False, api: str = "completions") -> dict:
+        timeout_s: float, warmup: bool = False, api: str = "completions",
+        done: list | None = None) -> dict:
     """One closed loop, with the cyclic garbage collector off while it runs: a collection
     of the whole heap stalls the loop for milliseconds, and every stream then reads several
     chunks at once. What it would have collected waits for the next collection after the run."""
-    coro = closed_loop(base_url, model, prompts, sampling, concurrency, timeout_s, warmup, api)
+    coro = closed_loop(base_url, model, prompts, sampling, concurrency, timeout_s, warmup, api,
+                       done)
     collecting = gc.isenabled()
     gc.disable()
     try:

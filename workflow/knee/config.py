@@ -153,9 +153,10 @@ def check_depths(config: dict, arms: dict, source: str = "config") -> None:
 
 
 def measured_sha256(config: dict) -> str:
-    """sha256 of the config without where its sessions run (runtime.session_resources): the
-    same experiment on a laptop or as Slurm jobs has the same hash."""
-    return sha256_of({**config, "runtime": measured_runtime(config.get("runtime") or {})})
+    """sha256 of the config without where its sessions run (runtime.session_resources) and the
+    results' license: the same experiment on a laptop or as Slurm jobs has the same hash."""
+    kept = {k: v for k, v in config.items() if k != "license"}
+    return sha256_of({**kept, "runtime": measured_runtime(config.get("runtime") or {})})
 
 
 def measured_runtime(runtime: dict) -> dict:
@@ -185,6 +186,7 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
     plan = {
         "name": config["name"],
         "question": config.get("question", ""),
+        **({"license": config["license"]} if "license" in config else {}),
         "config_file": config_path,
         "config_sha256": measured_sha256(config),
         "variable": config["variable"],

@@ -75,13 +75,25 @@ def exact_token_prompts(tokenize, seed: int, tag: str, n: int, tokens: int) -> l
     return out
 
 
-def class_prompts(prompt_dir: Path, name: str) -> list[str]:
+def class_files(prompt_dir: Path, name: str) -> list[Path]:
+    """A fixture class's prompt files, one prompt each, in their order."""
     folder = Path(prompt_dir) / name
     files = sorted(p for p in folder.glob("*.txt") if p.is_file()) if folder.is_dir() else []
     if not files:
         raise KneeError(f"instruments.fixture.classes: no prompt files for class {name!r} "
                         f"(expected {folder}/*.txt)")
-    return [p.read_text() for p in files]
+    return files
+
+
+def fixture_files(instruments: dict) -> list[Path]:
+    """Every prompt file the fixture instrument of these instruments reads (none without it)."""
+    fixture = instruments.get("fixture")
+    return [p for name in fixture["classes"]
+            for p in class_files(fixture["prompt_dir"], name)] if fixture else []
+
+
+def class_prompts(prompt_dir: Path, name: str) -> list[str]:
+    return [p.read_text() for p in class_files(prompt_dir, name)]
 
 
 def fingerprint(prompts: list[str], sampling: dict) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from knee import cache, hostfacts, instruments, jsonio, places, receipts, secrets
+from knee import cache, hostfacts, instruments, jsonio, places, progress, receipts, secrets
 from knee.arms import server_argv
 from knee.errors import KneeError
 from knee.folder import instrument_names
@@ -272,11 +272,13 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
     spec, shared = instruments.get(name), plan["instruments"]
     target = Target(engine, model, shared["seed"], shared["request_timeout_s"],
-                    spec.api or shared["api"])
+                    spec.api or shared["api"], sid)
     speed = hostfacts.cpu_speed(sorted(os.sched_getaffinity(0) | set(engine_cpus or [])))
     before = endpoint.scrape(engine.base_url)
     host_before = hostfacts.snapshot()
+    started = time.monotonic()
     result = spec.run(target, plan["instruments"][name])
+    took = time.monotonic() - started
     host = {**hostfacts.window(host_before, hostfacts.snapshot(), client_cpus),
             "cpu_speed_before": speed}
     after = endpoint.scrape(engine.base_url)
@@ -284,6 +286,7 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     jsonio.atomic_write_text(out / f"{name}.prom.before", before)
     jsonio.atomic_write_text(out / f"{name}.prom.after", after)
     jsonio.write(out / f"{name}.json", "raw", {"session": sid, **result, "host": host})
+    progress.say(f"{sid} {name} window done: {len(result['points'])} points in {took:.1f} s")
 
 
 def publish(staging: Path, root: Path) -> None:

@@ -4,6 +4,7 @@ import sys
 
 from knee import config as knee_config
 from knee import deps as knee_deps
+from knee import prompts as knee_prompts
 from knee import stopping as knee_stopping
 from knee.errors import KneeError
 from knee.folder import FIGURES, instrument_names
@@ -30,6 +31,7 @@ logger.info(knee_config.describe(PLAN))
 
 SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
 INSTRUMENTS = instrument_names(PLAN)
+PROMPT_FILES = [str(p) for p in knee_prompts.fixture_files(PLAN["instruments"])]
 # Jobs run `knee` from the environment Snakemake runs in, activated or not.
 os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), os.getenv("PATH", "")]))
 CLEANUP_FLAGS = "--docker" if PLAN["runtime"]["kind"] == "docker" else ""

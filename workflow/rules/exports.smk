@@ -21,11 +21,37 @@ rule tables:
         " --out-rows {output.rows} --out-requests {output.requests} > {log} 2>&1"
 
 
+rule crate:
+    """The results folder as a Workflow Run RO-Crate, its inputs copied under workflow/."""
+    input:
+        readme=rules.readme.output,
+        tables=rules.tables.output,
+        bar=rules.bar.output,
+        snakefile=f"{workflow.basedir}/Snakefile",
+        config=CONFIG_SOURCE,
+        prompts=PROMPT_FILES,
+        code=get_code("crate"),
+    output:
+        metadata=f"{R}/ro-crate-metadata.json",
+        copies=directory(f"{R}/workflow"),
+    log:
+        f"{R}/logs/crate.log",
+    localrule: True
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        results=get_output_dir,
+    shell:
+        "knee crate {params.results} --snakefile {input.snakefile:q} --config {input.config:q}"
+        " > {log} 2>&1"
+
+
 rule manifest:
     """sha256 of every raw and derived file, written last."""
     input:
         rules.readme.output,
         rules.tables.output,
+        rules.crate.output,
     output:
         f"{R}/MANIFEST.sha256",
     log:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from knee import client, prompts
+from knee import client, progress, prompts
 from knee.runtime import endpoint
 from knee.runtime.endpoint import Served
 
@@ -21,12 +21,18 @@ class Target:
     seed: int  # instruments.seed: every prompt set is drawn from it
     timeout_s: float  # instruments.request_timeout_s
     api: str  # the OpenAI endpoint of this window
+    sid: str = ""  # the session, named in the progress lines
 
     def send(self, prompt_set: list, sampling: dict, concurrency: int = 1,
              warmup: bool = False) -> dict:
-        """One closed loop of these prompts at this concurrency (knee.client.run)."""
-        return client.run(self.engine.base_url, self.model["name"], prompt_set, sampling,
-                          concurrency, self.timeout_s, warmup=warmup, api=self.api)
+        """One closed loop of these prompts at this concurrency (knee.client.run), with a
+        progress bar on an interactive terminal."""
+        done: list = []
+        label = f"{self.sid} {'warm-up' if warmup else f'c={concurrency}'}".strip()
+        with progress.Bar(label, len(prompt_set), done):
+            return client.run(self.engine.base_url, self.model["name"], prompt_set, sampling,
+                              concurrency, self.timeout_s, warmup=warmup, api=self.api,
+                              done=done)
 
     def tokenizer(self):
         """text -> token ids by the served model's own tokenizer."""
@@ -44,7 +50,9 @@ class Target:
                sampling: dict, **fields) -> dict:
         """One point of the raw file: its request profile (with this client's facts), what
         the client measured, and the window's extra facts (`extra=`)."""
-        return prompts.point_record(
+        record = prompts.point_record(
             result, point=point, instrument=instrument, prompts=prompt_set, sampling=sampling,
             model=self.model, seed=self.seed, api=self.api, chunk_clock=client.CHUNK_CLOCK,
             **fields)
+        progress.say(progress.point_line(self.sid, record))
+        return record
