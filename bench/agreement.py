@@ -146,9 +146,9 @@ def idle_ms(c: int, wall_s: float, busy_s: float, n: int) -> float:
 
 def with_server_view(engine: Engine, spec: bool, run, *args) -> dict:
     """One client run bracketed by scrapes: the engine's own step time and tokens per step."""
-    before = endpoint.scrape(engine.base_url)
+    before = endpoint.scrape(engine.metrics_url)
     out = run(engine.base_url, *args)
-    after = endpoint.scrape(engine.base_url)
+    after = endpoint.scrape(engine.metrics_url)
     d = prom.window_deltas(before, after, "agreement run", 1, spec)
     out["itl_ms"] = 1000 * d["server_latency"]["inter_token_latency_s"]["mean"]
     out["tokens_per_step"] = d.get("tokens_per_step") or 1.0

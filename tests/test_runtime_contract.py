@@ -1,7 +1,9 @@
-"""The two runtimes keep one contract (knee.runtime.endpoint.Served): base_url, exited(), and
+"""The runtimes keep one contract (knee.runtime.endpoint.Served): base_url, exited(), and
 stop() returning the stop receipt's fields the same way on every path."""
 
+import http.server
 import sys
+import threading
 import time
 
 import pytest
@@ -71,3 +73,42 @@ def test_a_running_container_stops_with_the_receipt_fields(tmp_path):
 @pytest.mark.docker
 def test_a_never_started_container_stops_with_the_receipt_fields(tmp_path):
     assert container(tmp_path).stop() == stopped(None, False, False, None)
+
+
+class Vllmish(http.server.BaseHTTPRequestHandler):
+    """A local HTTP server answering as a vLLM server does on the paths External reads."""
+
+    BODIES = {"/health": b"", "/version": b'{"version": "0.32.0"}',
+              "/v1/models": b'{"data": [{"id": "tiny"}]}'}
+
+    def do_GET(self):  # noqa: N802 - the handler's name is http.server's
+        body = self.BODIES.get(self.path)
+        self.send_response(200 if body is not None else 404)
+        self.end_headers()
+        self.wfile.write(body or b"")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_an_external_server_keeps_the_contract_and_is_never_stopped(tmp_path):
+    from knee.runtime.endpoint import EngineDied
+    from knee.runtime.external import External
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Vllmish)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    server = External(url + "/", None, tmp_path / "x.log")
+    assert server.base_url == url and server.metrics_url == f"{url}/metrics"
+    server.start()
+    assert server.wait_healthy(5) >= 0 and server.exited() is None
+    assert server.facts() == {"url": url, "metrics_url": f"{url}/metrics",
+                              "booted_by_knee": False, "version": "0.32.0", "models": ["tiny"]}
+    out = server.stop(timeout_s=5)
+    assert set(out) == FIELDS | {"stopped_by_knee"} and out["stopped_by_knee"] is False
+    assert out["died_before_stop"] is False and server.exited() is None  # still serving
+    httpd.shutdown()
+    httpd.server_close()
+    assert server.exited() == -1
+    with pytest.raises(EngineDied, match=f"the external server at {url} stopped answering"):
+        server.check_alive("sweep point c=4 run 1")

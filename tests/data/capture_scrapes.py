@@ -37,10 +37,10 @@ def main() -> None:
     try:
         engine.start()
         engine.wait_healthy(600)
-        before = endpoint.scrape(engine.base_url)
+        before = endpoint.scrape(engine.metrics_url)
         ps = prompts.word_prompts(0, "capture", 4, 48)
         client.run(engine.base_url, "tiny", ps, prompts.sampling_params(32), 2, 120)
-        after = endpoint.scrape(engine.base_url)
+        after = endpoint.scrape(engine.metrics_url)
     finally:
         engine.stop()
     Path(f"{a.out}.prom.before").write_text(before)

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from knee import jsonio
+from knee.arms import ARMS
 from knee.errors import KneeError
 from knee.folder import judge_bar, load_boots, load_sessions, session_receipts, window_metrics
 
@@ -76,6 +77,24 @@ def cmd_image(args) -> int:
     versions = json.loads(docker.run_python(facts["pinned_ref"], VERSIONS))
     jsonio.write(args.out, "image", {**facts, **versions,
                                   "pulled_at": datetime.now(UTC).isoformat(timespec="seconds")})
+    return 0
+
+
+def cmd_servers(args) -> int:
+    """External runtime: each arm's server as it answers before the first session."""
+    from knee.runtime.external import External
+
+    plan = jsonio.read(args.plan, "plan")
+    found = {}
+    for arm in ARMS:
+        server = plan["runtime"]["servers"][arm]
+        probe = External(server["url"], server.get("metrics_url"), args.out)
+        if probe.exited() is not None:
+            raise KneeError(f"runtime.servers.{arm}.url: {server['url']}/health does not answer "
+                            f"({probe.lost or 'not 200'}); nothing was measured")
+        facts = probe.facts()
+        found[arm] = {**facts, "packages": {"vllm": facts["version"]}}
+    jsonio.write(args.out, "servers", found)
     return 0
 
 
@@ -254,6 +273,10 @@ COMMANDS = {
         ("--python", {"required": True, "help": "the engine environment's python"}), OUT]),
     "image": ("check the image's pinned digest, pull it and record its versions",
               f"knee image --plan {R}/plan.json --out {R}/receipts/image.json", [PLAN, OUT]),
+    "servers": ("external runtime: check each arm's running server and record what it says of "
+                "itself (version, models)",
+                f"knee servers --plan {R}/plan.json --out {R}/receipts/servers.json",
+                [PLAN, OUT]),
     "session": ("one session: boot, every instrument with its scrapes, stop",
                 f"knee session --plan {R}/plan.json --id 1-control --python PYTHON", [
         PLAN, ("--id", {"required": True, "help": "the session, e.g. 1-control"}),

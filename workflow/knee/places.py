@@ -80,7 +80,7 @@ def check(config: dict, source: str) -> None:
     if path is not None:
         if rt["kind"] == "process":
             check_model_dir(path, "model.path", source)
-        else:
+        elif rt["kind"] == "docker":  # mounted into the container
             check_dir(path, "model.path", source)
     if "session_resources" not in rt:
         check_cpus(rt.get("engine_cpus"), source)

@@ -73,8 +73,16 @@ def rule_caveat(r: dict) -> str | None:
     return f"{r['rule']}: INCONCLUSIVE ({where}, {r['test']} neither shown nor ruled out; {need})."
 
 
-def caveats(comparison: dict, bar: dict, acceptance: dict | None = None) -> list[str]:
-    out = []
+EXTERNAL = ("knee did not boot these servers (runtime.kind external): it cannot show that they "
+            "ran the config's arms, that nothing else used them while they were measured, in "
+            "what order they booted or what their compile caches held; each pair is a pair of "
+            "windows on the same two running servers, so an interval over pairs is over windows, "
+            "not boots, and says nothing of boot-to-boot noise.")
+
+
+def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
+            runtime: str = "process") -> list[str]:
+    out = [EXTERNAL] if runtime == "external" else []
     for w in (acceptance or {}).get("windows", []):
         for flag in w["flags"]:
             out.append(f"{w['session']}/{w['instrument']}: {flag} ({in_folder(w['source'])}).")
@@ -140,7 +148,8 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         acceptance=acceptance["windows"], variable_values=variable_values(plan),
         variable=shown_variable(plan["variable"]),
         rel=in_folder,
-        caveats=caveats(comparison, bar, acceptance), fmt=fmt, pctf=pctf, ci=ci, ms=ms,
+        caveats=caveats(comparison, bar, acceptance, plan["runtime"]["kind"]),
+        fmt=fmt, pctf=pctf, ci=ci, ms=ms,
         positions=positions,
         probes=[w for w in acceptance["windows"] if w.get("temperatures")],
         headline=headline(comparison, bar), caches=caches or {},

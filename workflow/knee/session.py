@@ -25,6 +25,7 @@ from knee.arms import server_argv
 from knee.errors import KneeError
 from knee.folder import instrument_names
 from knee.runtime import endpoint
+from knee.runtime.external import External
 from knee.runtime.process import Engine, split_cpus
 from knee.runtime.target import Target
 
@@ -58,12 +59,14 @@ class Session:
     log: Path = field(init=False)
     cache_root: Path = field(init=False)
     started: float = field(init=False)  # monotonic seconds when the session began
+    external: bool = field(init=False)  # a server knee does not boot (runtime.kind external)
 
     def __post_init__(self) -> None:
         self.started = time.monotonic()
         self.info = session_info(self.plan, self.sid)
         self.arm = self.plan["arms"][self.info["arm"]]
         self.rt = self.plan["runtime"]
+        self.external = self.rt["kind"] == "external"
         self.staging = self.root / ".staging" / self.sid
         self.log = self.root / "logs" / "engine" / f"{self.sid}.log"
         self.cache_root = Path(self.rt["cache_dir"]).resolve()
@@ -80,9 +83,14 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     model = model_facts(s.plan["model"])
     refuse_overwrite(root, sid)
     preflight(s.plan, s.info["arm"])
-    # the engine environment's versions, or (docker) the image receipt: digest and versions
+    # the engine environment's versions, (docker) the image receipt: digest and versions, or
+    # (external) what the servers said of themselves before the first session
     engine_facts = jsonio.read(engine_info)
-    arm_key, expected, snap_before = expect_cache(s, model, engine_facts)
+    if s.external:
+        engine_facts = engine_facts[s.info["arm"]]
+        arm_key, expected, snap_before = None, None, None
+    else:
+        arm_key, expected, snap_before = expect_cache(s, model, engine_facts)
     prepare_folders(s)
     engine_cpus, client_cpus = split_cpus(s.rt.get("engine_cpus"))
     where = receipts.scheduler()
@@ -108,8 +116,9 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
 def model_facts(model: dict) -> dict:
     """The plan's model with its hashes: the generated model's, and the tokenizer's."""
     model = dict(model)
-    model["sha256"] = jsonio.read(Path(model["path"]) / "knee-model.json")["sha256"] \
-        if model["generated"] else None
+    made = Path(model["path"]) / "knee-model.json"  # absent for an external server's model
+    model["sha256"] = jsonio.read(made)["sha256"] if model["generated"] and made.is_file() \
+        else None
     tokenizer = Path(model["path"]) / "tokenizer.json"
     model["tokenizer_sha256"] = hashlib.sha256(tokenizer.read_bytes()).hexdigest() \
         if tokenizer.is_file() else None
@@ -148,6 +157,10 @@ def prepare_folders(s: Session) -> None:
 def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
                 engine_cpus: list[int] | None) -> tuple[Engine, dict]:
     """The engine (a process or a container) and what its boot receipt says of its launch."""
+    if s.external:
+        server = s.rt["servers"][s.info["arm"]]
+        engine = External(server["url"], server.get("metrics_url"), s.log)
+        return engine, {"argv": [], "env": {}, "external": engine.facts()}
     port = s.rt.get("port") or endpoint.free_port(s.rt["host"])
     if s.rt["kind"] == "docker":
         return container_engine(s.plan, s.sid, s.arm, model, engine_facts, s.log, port,
@@ -162,28 +175,39 @@ def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
 
 def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
          snap_before: dict) -> None:
-    """Start the engine, wait until it serves, and write the cache and boot receipts."""
-    cache_before = receipts.compile_cache(s.cache_root)
+    """Start the engine, wait until it serves, and write the cache and boot receipts (an
+    external server: wait until it answers; no compile cache is knee's to see)."""
+    cache_before = None if s.external else receipts.compile_cache(s.cache_root)
     started = now()
     engine.start()
     boot_s = engine.wait_healthy(s.rt["boot_timeout_s"])
-    cache_after = receipts.compile_cache(s.cache_root)
-    observed = cache.observe(s.log.read_text(errors="replace"), snap_before,
-                             cache.snapshot(s.cache_root))
-    cache.remember(s.cache_root, arm_key, observed["key"], now())
     pair_arm = {"pair": s.info["pair"], "arm": s.info["arm"]}
-    s.receipt("cache", {**pair_arm, "policy": s.rt["on_cache_miss"], "arm_fingerprint": arm_key,
-                        "expected": expected, **observed, "boot_seconds": round(boot_s, 3)})
+    if not s.external:
+        cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before)
     s.receipt("boot", {
         **pair_arm, "runtime": s.rt["kind"], "started_at": started,
         "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,
         "server": secrets.redact_arm(s.arm), "hardware": receipts.hardware(),
         "config_sha256": s.plan["config_sha256"], "bar_sha256": s.plan["bar_sha256"],
         "workflow": s.plan.get("workflow"),
-        "compile_cache": {**cache_before, "keys_after": cache_after["keys"],
-                          "new_keys": sorted(set(cache_after["keys"]) -
-                                             set(cache_before["keys"]))},
+        "compile_cache": cache_before and after_boot(s, cache_before),
     })
+
+
+def cache_receipt(s: Session, pair_arm: dict, boot_s: float, arm_key: str, expected: dict,
+                  snap_before: dict) -> None:
+    """What the boot did with the compile cache, against what was expected before it."""
+    observed = cache.observe(s.log.read_text(errors="replace"), snap_before,
+                             cache.snapshot(s.cache_root))
+    cache.remember(s.cache_root, arm_key, observed["key"], now())
+    s.receipt("cache", {**pair_arm, "policy": s.rt["on_cache_miss"], "arm_fingerprint": arm_key,
+                        "expected": expected, **observed, "boot_seconds": round(boot_s, 3)})
+
+
+def after_boot(s: Session, before: dict) -> dict:
+    after = receipts.compile_cache(s.cache_root)
+    return {**before, "keys_after": after["keys"],
+            "new_keys": sorted(set(after["keys"]) - set(before["keys"]))}
 
 
 def stop(s: Session, engine: Engine, ok: bool) -> None:
@@ -274,14 +298,14 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     target = Target(engine, model, shared["seed"], shared["request_timeout_s"],
                     spec.api or shared["api"], sid)
     speed = hostfacts.cpu_speed(sorted(os.sched_getaffinity(0) | set(engine_cpus or [])))
-    before = endpoint.scrape(engine.base_url)
+    before = endpoint.scrape(engine.metrics_url)
     host_before = hostfacts.snapshot()
     started = time.monotonic()
     result = spec.run(target, plan["instruments"][name])
     took = time.monotonic() - started
     host = {**hostfacts.window(host_before, hostfacts.snapshot(), client_cpus),
             "cpu_speed_before": speed}
-    after = endpoint.scrape(engine.base_url)
+    after = endpoint.scrape(engine.metrics_url)
     engine.check_alive(f"{name} window")
     jsonio.atomic_write_text(out / f"{name}.prom.before", before)
     jsonio.atomic_write_text(out / f"{name}.prom.after", after)

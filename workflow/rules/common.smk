@@ -48,7 +48,9 @@ wildcard_constraints:
 
 def get_model_input(wildcards):
     """The generated model is a workflow output; a given model path is used as it is."""
-    return unless_published(wildcards.sid, [MODEL["path"]]) if MODEL["generated"] else []
+    if not MODEL["generated"] or PLAN["runtime"]["kind"] == "external":
+        return []
+    return unless_published(wildcards.sid, [MODEL["path"]])
 
 
 def session_done(sid):
@@ -69,6 +71,8 @@ def get_engine_input(wildcards):
     runtime) or the checked, pulled image (docker)."""
     if PLAN["runtime"]["kind"] == "docker":
         return [f"{R}/receipts/image.json"]
+    if PLAN["runtime"]["kind"] == "external":
+        return [f"{R}/receipts/servers.json"]
     return unless_published(wildcards.sid, list(rules.engine_env.output))
 
 
@@ -114,6 +118,8 @@ def session_outputs(sid):
         "stop": f"{R}/receipts/{sid}-stop.json",
         "cache": f"{R}/receipts/{sid}-cache.json",
     }
+    if PLAN["runtime"]["kind"] == "external":  # no compile cache is knee's to see
+        del out["cache"]
     for name in INSTRUMENTS:
         for suffix in ("json", "prom.before", "prom.after"):
             out[f"{name}_{suffix.replace('.', '_')}"] = f"{R}/raw/{sid}/{name}.{suffix}"

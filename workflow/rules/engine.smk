@@ -59,3 +59,21 @@ if not knee_config.plan_fixed(R):
         shell:
             "knee plan --config {params.source:q} --name {params.name} --repo {params.repo:q}"
             " --out {output} > {log} 2>&1"
+
+
+if PLAN["runtime"]["kind"] == "external":
+
+    rule servers:
+        """External runtime: each arm's running server, checked and described once before the
+        first session (knee boots and stops nothing)."""
+        input:
+            plan=f"{R}/plan.json",
+        output:
+            protected(f"{R}/receipts/servers.json"),
+        log:
+            f"{R}/logs/servers.log",
+        localrule: True
+        conda:
+            "../../envs/workflow.yaml"
+        shell:
+            "knee servers --plan {input.plan} --out {output} > {log} 2>&1"

@@ -78,6 +78,10 @@ class Served:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def metrics_url(self) -> str:
+        return f"{self.base_url}/metrics"
+
     def wait_healthy(self, timeout_s: float) -> float:
         """Seconds until the engine served its health check."""
         return wait_healthy(self.base_url, self.exited, self.log, timeout_s)
@@ -110,10 +114,11 @@ def tokenizer(base_url: str, model: str, check_alive: Callable[[str], None] | No
     return tokenize
 
 
-def scrape(base_url: str, timeout_s: float = 30.0) -> str:
+def scrape(metrics_url: str, timeout_s: float = 30.0) -> str:
+    """The Prometheus text at a server's metrics URL (Served.metrics_url)."""
     try:
-        r = httpx.get(f"{base_url}/metrics", timeout=timeout_s)
+        r = httpx.get(metrics_url, timeout=timeout_s)
         r.raise_for_status()
     except httpx.HTTPError as e:
-        raise EngineDied(f"cannot scrape {base_url}/metrics: {e}") from None
+        raise EngineDied(f"cannot scrape {metrics_url}: {e}") from None
     return r.text

@@ -41,7 +41,7 @@ class Target:
 
     def scrape(self) -> str:
         """The engine's /metrics text now."""
-        return endpoint.scrape(self.engine.base_url)
+        return endpoint.scrape(self.engine.metrics_url)
 
     def check_alive(self, where: str) -> None:
         self.engine.check_alive(where)
