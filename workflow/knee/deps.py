@@ -37,6 +37,12 @@ def imported(node: ast.AST) -> set[str]:
 
 
 @cache
+def imports_of(name: str) -> frozenset[str]:
+    """The knee modules one module imports (its file parsed once per process)."""
+    return frozenset(imported(ast.parse(module_file(name).read_text())))
+
+
+@cache
 def closure(module: str) -> frozenset[str]:
     """A knee module and every knee module it imports, transitively."""
     seen, todo = set(), [module]
@@ -45,8 +51,7 @@ def closure(module: str) -> frozenset[str]:
         if name in seen or module_file(name) is None:
             continue
         seen.add(name)
-        tree = ast.parse(module_file(name).read_text())
-        todo += sorted(imported(tree) - seen)
+        todo += sorted(imports_of(name) - seen)
     return frozenset(seen)
 
 

@@ -8,7 +8,7 @@ skip one (the reference write-up's broken first instrument), so it is refused, n
 
 from __future__ import annotations
 
-from knee import prom, prompts
+from knee import prompts
 from knee.errors import KneeError
 from knee.instruments.spec import Spec
 
@@ -35,6 +35,10 @@ def depth_prompt(tokenize, seed: int, depth: int) -> list[int]:
 
 
 def counters(target) -> tuple[float, float]:
+    # imported here: the registry is read by the workflow at every start, which need not load
+    # prometheus_client for it
+    from knee import prom
+
     samples = prom.parse(target.scrape(), "prefix-cache scrape")
     return prom.total(samples, HITS) or 0.0, prom.total(samples, QUERIES) or 0.0
 
