@@ -99,7 +99,8 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
                                               "compiled and saved (not in the cache)")
     assert "Compile cache: " in readme
     used = jsonio.read(root / "receipts" / "1-control-stop.json", "stop")["resources"]
-    assert used["wall_s"] > boot["boot_seconds"]  # the session outlasts its boot
+    control_boot = jsonio.read(root / "receipts" / "1-control-boot.json", "boot")
+    assert used["wall_s"] > control_boot["boot_seconds"]  # the session outlasts its boot
     assert used["engine_peak_rss_mib"] > 100 and used["knee_peak_rss_mib"] > 20  # a real vLLM
     assert "(receipts/1-control-stop.json#/resources/wall_s)" in readme
     session_log = (root / "logs" / "session" / "1-control.log").read_text()  # live progress
