@@ -107,17 +107,23 @@ def add_file(crate: ROCrate, root: Path, name: str, plan: dict):
     return crate.add_file(path, dest_path=name, properties=props)
 
 
-def pick(entities: dict, patterns: tuple[str, ...]):
-    """The entities of the files matching any pattern (one alone as itself, as RO-Crate 1.1
-    recommends for a single value)."""
-    found = [e for f, e in entities.items() if any(Path(f).match(p) for p in patterns)]
+def pick(entities: dict, patterns: tuple[str, ...]) -> list:
+    """The entities of the files matching any pattern."""
+    return [e for f, e in entities.items() if any(Path(f).match(p) for p in patterns)]
+
+
+def single(found: list):
+    """One value alone as itself, as RO-Crate 1.1 recommends."""
     return found[0] if len(found) == 1 else found
 
 
 def act(crate: ROCrate, instrument, identifier: str, name: str, **fields) -> None:
-    """One action, named and described, mentioned by the root dataset."""
-    action = crate.add_action(instrument, identifier=identifier, object=fields.pop("object"),
-                              result=fields.pop("result"),
+    """One action, named and described, mentioned by the root dataset; what it wrote is not
+    also what it read."""
+    result = fields.pop("result")
+    read = [e for e in fields.pop("object") if e not in result]
+    action = crate.add_action(instrument, identifier=identifier, object=single(read),
+                              result=single(result),
                               properties={"name": name, "description": name, **fields})
     crate.root_dataset.append_to("mentions", action)
 
