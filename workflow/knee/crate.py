@@ -31,7 +31,8 @@ FORMATS = {".json": "application/json", ".csv": "text/csv", ".md": "text/markdow
            ".parquet": "application/vnd.apache.parquet", ".png": "image/png",
            ".svg": "image/svg+xml", ".html": "text/html", ".yaml": "application/yaml",
            ".txt": "text/plain", ".sha256": "text/plain", ".before": "text/plain",
-           ".after": "text/plain", "": "text/plain"}  # the scrapes: Prometheus text format
+           ".after": "text/plain",  # the scrapes: Prometheus text format
+           "": "text/plain"}  # the Snakefile
 NO_LICENSE = "not stated (the experiment's config sets none: license)"
 STEPS = {  # analysis step: (what it did, the files it read, the files it wrote)
     "metrics": ("per-window metrics from the scrapes", ("raw/*/*.prom.*", "raw/*/*[a-z].json"),
@@ -64,8 +65,9 @@ def build(root: Path) -> dict:
     """The crate's JSON-LD for a results folder whose files are all in place."""
     root = Path(root)
     plan = jsonio.read(root / "plan.json", "plan")
-    files = [line.split("  ", 1)[1] for line in audit.manifest_lines(root)]
-    files = [f for f in files if f != METADATA]
+    # name -> sha256, hashed once (the manifest's own lines)
+    files = {name: digest for digest, name in
+             (line.split("  ", 1) for line in audit.manifest_lines(root)) if name != METADATA}
     boots = folder.load_boots(plan, root)
     stops = folder.load_receipts(plan, root, "stop")
     crate = ROCrate(gen_preview=False, version="1.1")  # Workflow Run Crate 0.5 builds on 1.1
@@ -79,7 +81,7 @@ def build(root: Path) -> dict:
         crate.root_dataset[key] = value
     for uri, name in PROFILES.items():
         crate.add(ContextEntity(crate, uri, {"@type": "CreativeWork", "name": name}))
-    entities = {f: add_file(crate, root, f, plan) for f in files}
+    entities = {f: add_file(crate, root, f, digest, plan) for f, digest in files.items()}
     knee_app = crate.add(ContextEntity(crate, "#knee", {
         "@type": "SoftwareApplication", "name": "knee", "softwareVersion": __version__}))
     run_actions(crate, entities, boots, stops, plan)
@@ -89,9 +91,9 @@ def build(root: Path) -> dict:
     return crate.metadata.generate()
 
 
-def add_file(crate: ROCrate, root: Path, name: str, plan: dict):
+def add_file(crate: ROCrate, root: Path, name: str, digest: str, plan: dict):
     path = root / name
-    props = {"sha256": audit.sha256_file(path), "contentSize": path.stat().st_size,
+    props = {"sha256": digest, "contentSize": path.stat().st_size,
              "encodingFormat": FORMATS.get(path.suffix, "application/octet-stream")}
     if name == "README.md":
         props["about"] = {"@id": "./"}
