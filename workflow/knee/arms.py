@@ -94,10 +94,14 @@ def leaf(arm: dict, path: str) -> Any:
 
 
 def check_leaves(arms: dict[str, dict], variable: str | list[str], source: str) -> None:
-    """Each declared variable names one setting, not a group of them."""
+    """Each declared variable names one setting, not a group of them; a group that one arm
+    switches off (null or absent: speculation off against on) is one setting."""
     for v in variables(variable):
+        values = {arm: leaf(arms[arm], v) for arm in ARMS}
+        if any(values[arm] in (None, _ABSENT) for arm in ARMS):
+            continue
         for arm in ARMS:
-            value = leaf(arms[arm], v)
+            value = values[arm]
             if isinstance(value, dict) and value:
                 raise KneeError(
                     f"{source}: variable: {v!r} is a group of {len(value)} settings in the "
