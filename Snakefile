@@ -32,6 +32,7 @@ if "experiments" in config:
         default_target: True
         input:
             [f"results/{name}/MANIFEST.sha256" for name in EXPERIMENTS],
+            f"{CAMPAIGN}/README.md",
 
 else:
 
@@ -42,6 +43,7 @@ else:
     include: "workflow/rules/protocol.smk"
     include: "workflow/rules/metrics.smk"
     include: "workflow/rules/compare.smk"
+    include: "workflow/rules/recommend.smk"
     include: "workflow/rules/readme.smk"
     include: "workflow/rules/exports.smk"
 

@@ -160,8 +160,11 @@ def audit(root: Path) -> list[str]:
     problems += [f"comparison/bar.json#{p}: differs from the recomputation"
                  for p in diff({k: stored_bar.get(k) for k in bar}, bar)]
     acceptance = {"windows": prom.acceptance_table(windows, sources)}
+    problems += check_recommendation(root, plan)
+    rec = root / "recommend" / "recommendation.json"
     text = readme.render(plan, comparison, bar, boots, acceptance,
-                         **session_receipts(plan, root))
+                         **session_receipts(plan, root), root=root,
+                         recommendation=jsonio.read(rec) if rec.is_file() else None)
     published = (root / "README.md").read_text().splitlines()
     differing = [(n, a, b) for n, (a, b) in
                  enumerate(zip(published, text.splitlines(), strict=False), 1) if a != b]
@@ -172,6 +175,27 @@ def audit(root: Path) -> list[str]:
     if len(published) != len(text.splitlines()):
         problems.append(f"README.md: {len(published)} lines, recomputation has "
                         f"{len(text.splitlines())}")
+    return problems
+
+
+def check_recommendation(root: Path, plan: dict) -> list[str]:
+    """recommend/: the recommendation recomputed from the raw files, and its README and
+    verify.yaml rendered again, equal to what is published."""
+    from knee import recommend_out, recommend_report
+
+    folder = recommend_out.folder(root)
+    if not folder.is_dir():
+        return []
+    fresh = recommend_out.make(plan, root)
+    stored = jsonio.read(folder / "recommendation.json", "recommendation")
+    problems = [f"recommend/recommendation.json#{p}: differs from the recomputation"
+                for p in diff({k: stored.get(k) for k in fresh}, fresh)]
+    texts = {"README.md": recommend_report.readme(stored, plan),
+             "verify.yaml": recommend_out.verify_text(stored, plan,
+                                                      recommend_out.config_of(root), root)}
+    for name, text in texts.items():
+        if (folder / name).read_text() != text:
+            problems.append(f"recommend/{name}: differs from the recomputation")
     return problems
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from knee import jsonio
 from knee.arms import ARMS
+from knee.commands import COMMANDS
 from knee.errors import KneeError
 from knee.folder import judge_bar, load_boots, load_sessions, session_receipts, window_metrics
 
@@ -235,8 +236,32 @@ def cmd_readme(args) -> int:
     text = readme.render(plan, jsonio.read(args.comparison, "comparison"),
                          jsonio.read(args.bar, "bar"), boots,
                          jsonio.read(args.acceptance, "acceptance"),
-                         **session_receipts(plan, args.plan.parent))
+                         **session_receipts(plan, args.plan.parent),
+                         recommendation=recommendation_of(args.plan.parent),
+                         root=args.plan.parent)
     jsonio.atomic_write_text(args.out, text)
+    return 0
+
+
+def recommendation_of(root: Path) -> dict | None:
+    path = root / "recommend" / "recommendation.json"
+    return jsonio.read(path, "recommendation") if path.is_file() else None
+
+
+def cmd_recommend(args) -> int:
+    from knee import recommend_out
+
+    rec = recommend_out.write(args.results, args.config or recommend_out.config_of(args.results),
+                              jsonio.read(args.results / "plan.json", "plan"))
+    print(f"{args.results}/recommend: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"]
+                                                           else ""), file=sys.stderr)
+    return 0 if rec["status"] == "recommended" or args.record_refusal else 1
+
+
+def cmd_campaign(args) -> int:
+    from knee import campaign
+
+    campaign.write(args.results, args.out)
     return 0
 
 
@@ -251,109 +276,6 @@ def cmd_cleanup(args) -> int:
         for name in docker.remove_labelled(args.root.name):
             print(f"removed leftover engine container {name}", file=sys.stderr)
     return 0
-
-
-PLAN = ("--plan", {"type": Path, "required": True, "help": "the experiment's plan.json"})
-OUT = ("--out", {"type": Path, "required": True, "help": "the file to write"})
-RESULTS = ("results", {"type": Path, "help": "a results folder (results/NAME)"})
-R = "results/ksched-cpu"
-# name: (what it does, an example, its arguments)
-COMMANDS = {
-    "validate-config": ("check an experiment file and plan it, writing nothing",
-                        "knee validate-config config/ksched.yaml", [
-        ("config", {"type": Path, "help": "the experiment file"}),
-        ("--print-name", {"action": "store_true", "help": "print only the experiment's name"})]),
-    "plan": ("write plan.json: arms, session order, instruments, the bar and its sha256",
-             f"knee plan --config config/config.yaml --out {R}/plan.json", [
-        ("--config", {"type": Path, "required": True, "help": "the experiment file"}), OUT,
-        ("--name", {"help": "the experiment's name, if not the file's"}),
-        ("--repo", {"type": Path, "default": Path("."), "help": "the workflow's git checkout"})]),
-    "engine-info": ("record an engine environment's Python and package versions",
-                    "knee engine-info --python resources/engine-venv/bin/python --out e.json", [
-        ("--python", {"required": True, "help": "the engine environment's python"}), OUT]),
-    "image": ("check the image's pinned digest, pull it and record its versions",
-              f"knee image --plan {R}/plan.json --out {R}/receipts/image.json", [PLAN, OUT]),
-    "servers": ("external runtime: check each arm's running server and record what it says of "
-                "itself (version, models)",
-                f"knee servers --plan {R}/plan.json --out {R}/receipts/servers.json",
-                [PLAN, OUT]),
-    "session": ("one session: boot, every instrument with its scrapes, stop",
-                f"knee session --plan {R}/plan.json --id 1-control --python PYTHON", [
-        PLAN, ("--id", {"required": True, "help": "the session, e.g. 1-control"}),
-        ("--python", {"required": True, "help": "the engine's python (process runtime)"}),
-        ("--engine-info", {"type": Path, "nargs": "?",
-                           "help": "engine-info or image receipt of the engine booted"})]),
-    "metrics": ("one window's metrics from its raw file and scrapes",
-                f"knee metrics --raw {R}/raw/1-control/sweep.json --before B --after A "
-                "--boot BOOT --knee-threshold 0.2 --out M", [
-        ("--raw", {"type": Path, "required": True, "help": "the window's raw file"}),
-        ("--before", {"type": Path, "required": True, "help": "the scrape before the window"}),
-        ("--after", {"type": Path, "required": True, "help": "the scrape after the window"}),
-        ("--boot", {"type": Path, "required": True, "help": "the session's boot receipt"}),
-        ("--knee-threshold", {"type": float, "required": True,
-                              "help": "acceptance under which a draft position is the knee"}),
-        OUT]),
-    "acceptance": ("one table of every window's acceptance figures",
-                   f"knee acceptance --out {R}/comparison/acceptance.json M1 M2", [
-        OUT, ("metrics", {"type": Path, "nargs": "+", "help": "window metrics files"})]),
-    "compare": ("validate that both arms saw the same requests, then compute the deltas",
-                f"knee compare --plan {R}/plan.json --out-json comparison.json", [
-        PLAN, ("--out-json", {"type": Path, "required": True, "help": "comparison.json"}),
-        ("--record-invalid", {"action": "store_true",
-                              "help": "exit 0 for an INVALID comparison (the README says so)"})]),
-    "bar": ("judge the pre-registered bar: PASS, FAIL or INCONCLUSIVE per rule",
-            f"knee bar --plan {R}/plan.json --comparison C --out bar.json --exit-verdict", [
-        PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
-        OUT, ("--out-md", {"type": Path, "help": "also write comparison.md: validation and "
-                                                 "verdicts"}),
-        ("--out-html", {"type": Path, "help": "also write verdict.html: the verdicts and the "
-                                              "comparison as one page (the Snakemake report)"}),
-        ("--exit-verdict", {"action": "store_true",
-                            "help": "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID"})]),
-    "decide": ("stopping by precision: after pair N, one more pair or stop",
-               f"knee decide --plan {R}/plan.json --pairs 2 --out after-pair-2.json", [
-        PLAN, ("--pairs", {"type": int, "required": True, "help": "the pairs measured so far"}),
-        OUT]),
-    "realized": ("the realized protocol: how many pairs ran and every look's decision",
-                 f"knee realized --plan {R}/plan.json --out realized.json D2 D3", [
-        PLAN, OUT, ("decisions", {"type": Path, "nargs": "*",
-                                  "help": "the decisions after each pair"})]),
-    "figures": ("every figure, from derived files only",
-                f"knee figures --plan {R}/plan.json --comparison C --acceptance A --out-dir F", [
-        PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
-        ("--acceptance", {"type": Path, "required": True, "help": "acceptance.json"}),
-        ("--out-dir", {"type": Path, "required": True, "help": "the figures folder"})]),
-    "readme": ("the results README, every number linked to the file it came from",
-               f"knee readme --plan {R}/plan.json --comparison C --bar B --acceptance A "
-               "--out README.md", [
-        PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
-        ("--bar", {"type": Path, "required": True, "help": "bar.json"}),
-        ("--acceptance", {"type": Path, "required": True, "help": "acceptance.json"}), OUT]),
-    "cleanup": ("stop engine processes (and containers) an interrupted run left behind",
-                f"knee cleanup --root {R} --docker", [
-        ("--root", {"type": Path, "required": True, "help": "the results folder"}),
-        ("--docker", {"action": "store_true",
-                      "help": "also remove containers labelled with this experiment"})]),
-    "audit": ("recompute every number from the raw files and check every hash",
-              f"knee audit {R}", [RESULTS]),
-    "trace": ("the chain behind a README number: derived file, raw records, boot, config",
-              f"knee trace {R} 1418.96", [
-        RESULTS, ("query", {"help": "a number as the README shows it, or FILE#POINTER"})]),
-    "tables": ("tidy tables for a notebook: comparison rows (CSV), every request (Parquet)",
-               f"knee tables --plan {R}/plan.json --comparison C --out-rows rows.csv "
-               "--out-requests requests.parquet", [
-        PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
-        ("--out-rows", {"type": Path, "required": True, "help": "comparison/rows.csv"}),
-        ("--out-requests", {"type": Path, "required": True,
-                            "help": "raw/requests.parquet"})]),
-    "crate": ("the results folder as a Workflow Run RO-Crate: ro-crate-metadata.json, and the "
-              "Snakefile, config and prompt files copied under workflow/",
-              f"knee crate {R} --snakefile Snakefile --config config/config.yaml", [
-        RESULTS, ("--snakefile", {"type": Path, "required": True, "help": "the workflow's"}),
-        ("--config", {"type": Path, "required": True, "help": "the experiment's config"})]),
-    "manifest": ("write MANIFEST.sha256: the sha256 of every raw and derived file",
-                 f"knee manifest {R}", [RESULTS]),
-}
 
 
 def parser() -> argparse.ArgumentParser:

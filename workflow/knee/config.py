@@ -199,9 +199,27 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
         "bar": config["bar"],
         "bar_sha256": bar_sha256(config["bar"], planned, protocol["pairs"]),
     }
+    if "prediction" in config:
+        plan["prediction"] = prediction_ref(config["prediction"], config_path)
+        plan["bar_sha256"] = bar_sha256({**config["bar"], "prediction": plan["prediction"]},
+                                        planned, protocol["pairs"])
     if isinstance(protocol["pairs"], dict):
         plan["protocol"]["stopping"] = stopping.RULE
     return plan
+
+
+def prediction_ref(path: str, source: str) -> dict:
+    """The recommendation a verification run checks: its file and sha256 (registered)."""
+    try:
+        data = Path(path).read_bytes()
+        rec = json.loads(data)
+    except (OSError, ValueError) as e:
+        raise KneeError(f"{source}: prediction: {path!r}: unreadable ({e})") from None
+    if not isinstance(rec, dict) or rec.get("schema") != "knee/recommendation" \
+            or rec.get("status") != "recommended":
+        raise KneeError(f"{source}: prediction: {path!r} is not a recommendation written by "
+                        "`knee recommend`")
+    return {"file": path, "sha256": hashlib.sha256(data).hexdigest()}
 
 
 PLANNED = ("question", "variable", "arms", "model", "runtime", "protocol", "instruments",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jinja2
+import numpy as np
 
 from knee import inference, instruments, stopping
 from knee.arms import NO_VARIABLE, shown_variable, variable_values
@@ -132,8 +133,26 @@ def shared_key(caches: dict[str, dict]) -> str | None:
             f"`{', '.join(k[:12] for k in sorted(keys['candidate']))}`)")
 
 
+def predicted(plan: dict, comparison: dict, root: Path) -> dict | None:
+    """A verification run's predicted-against-measured rows, from its registered prediction."""
+    if "prediction" not in plan:
+        return None
+    import os
+
+    from knee import jsonio, recommend_out
+
+    file = plan["prediction"]["file"]
+    rows = recommend_out.predicted_vs_measured(jsonio.read(Path(file), "recommendation"), plan,
+                                               comparison)
+    errors = [abs(r["error_pct"]) for r in rows] or [None]
+    return {"file": file, "link": os.path.relpath(file, root), "rows": rows,
+            "median_abs": float(np.median(errors)) if rows else None,
+            "max_abs": max(errors) if rows else None}
+
+
 def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict,
-           caches: dict[str, dict] | None = None, stops: dict[str, dict] | None = None) -> str:
+           caches: dict[str, dict] | None = None, stops: dict[str, dict] | None = None,
+           recommendation: dict | None = None, root: Path | None = None) -> str:
     env = templates(html=False)
     tables = []
     for inst, spec in instruments.REGISTRY.items():
@@ -158,7 +177,8 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
                      if plan["variable"] == NO_VARIABLE else None),
         protocol_words=protocol_words(plan, bar),
         level=level,
-        shared_key=shared_key(caches or {}))
+        shared_key=shared_key(caches or {}), recommendation=recommendation,
+        predicted=predicted(plan, comparison, root) if root else None)
 
 
 def templates(html: bool) -> jinja2.Environment:

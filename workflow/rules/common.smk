@@ -177,6 +177,11 @@ def get_decisions(wildcards):
     return [f"{R}/protocol/after-pair-{n}.json" for n in range(PAIRS_MIN, last + 1)]
 
 
+def get_prediction(wildcards):
+    """A verification run's recommendation (config key prediction)."""
+    return [PLAN["prediction"]["file"]] if "prediction" in PLAN else []
+
+
 def get_realized(wildcards):
     """The realized protocol receipt, where the run stops by precision."""
     return [] if PAIRS_MIN == PAIRS_MAX else [f"{R}/protocol/realized.json"]

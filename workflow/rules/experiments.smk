@@ -3,6 +3,7 @@
 # its own config, plan and results/<name>/; its rules are prefixed with the experiment's name.
 # The engine environment, and a generated model that several experiments share, are built once.
 from knee import config as knee_config
+from knee import deps as knee_deps
 from knee.errors import KneeError
 
 if not isinstance(config["experiments"], list) or not config["experiments"]:
@@ -47,3 +48,22 @@ for path in config["experiments"]:
         use rule * from mod exclude all, engine_env as exp_*
 
     MODELS.add(model)
+
+
+CAMPAIGN = f"results/campaign-{'-'.join(EXPERIMENTS)}"
+
+
+rule campaign:
+    """One page over the experiments of this invocation: which k won at which concurrency."""
+    input:
+        [f"results/{name}/MANIFEST.sha256" for name in EXPERIMENTS],
+        code=knee_deps.code_files("campaign"),
+    output:
+        f"{CAMPAIGN}/README.md",
+    log:
+        f"{CAMPAIGN}/campaign.log",
+    localrule: True
+    params:
+        folders=[f"results/{name}" for name in EXPERIMENTS],
+    shell:
+        "knee campaign --out {output} {params.folders} > {log} 2>&1"

@@ -43,6 +43,8 @@ rule readme:
         bar=rules.bar.output.json,
         acceptance=rules.acceptance.output,
         figures=rules.figures_render.output,
+        recommend=rules.recommend.output.json,
+        prediction=get_prediction,
         realized=get_realized,
         boots=get_all_sessions("boot"),
         stops=get_all_sessions("stop"),

@@ -1,0 +1,169 @@
+"""The parts of a recommendation, from the fitted model and its pair resamples (pure)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from knee import kmodel
+
+RESAMPLES = 1000
+CONFIDENCE = 0.95
+LEVEL = "boot pairs"
+METHOD = ("Step time per (session, concurrency): the median over requests of the chunk span "
+          "divided by (chunks - 1), one stream chunk per engine step; tokens per step: (output "
+          "tokens - 1) / (chunks - 1). Per-position acceptance a_i pooled over the probe and "
+          "sweep windows that drafted at the longest horizon K; tokens per step at k scale the "
+          "excess over one token measured at c by sum(a_1..a_k) / sum(a_1..a_K). Step model: "
+          "step(c, k) = b0 + b1 c + b2 k + b3 c k, least squares over every session of both "
+          "arms. Throughput at c: eta(c) c N / (TTFT(c) + (N - 1) step / tokens per step), "
+          "eta(c) the measured ratio of throughput to that closed-loop formula. Best k per "
+          f"concurrency: the highest predicted throughput, ties within {kmodel.TIE_PCT:g} % to "
+          f"the smaller k. Intervals: {RESAMPLES} resamples of the boot pairs (with "
+          "replacement), the whole chain refitted on each, percentile interval at "
+          f"{CONFIDENCE:.0%}.")
+KNEE_METHOD = ("Throughput knee: a continuous two-segment line fitted to the arm's throughput "
+               "per concurrency (geometric mean over its boots), the break searched between "
+               "the second and the second-to-last point; a knee only when the slope after it "
+               f"is at most {kmodel.KNEE_SLOPE_RATIO:g} of the slope before and two segments "
+               f"leave at most {kmodel.KNEE_SSE_RATIO:g} of one line's squared error.")
+
+
+def interval(values: list[float]) -> list[float] | None:
+    """The percentile interval at CONFIDENCE over resampled values."""
+    if len(values) < 2:
+        return None
+    lo = (1 - CONFIDENCE) / 2 * 100
+    return [float(np.percentile(values, lo)), float(np.percentile(values, 100 - lo))]
+
+
+def gmean(values: list[float]) -> float:
+    return float(math.exp(np.mean(np.log(values))))
+
+
+def predictions(model, conc, ks, boot) -> list[dict]:
+    out = []
+    for c in conc:
+        for k in ks:
+            p = model.predict(c, k)
+            out.append({"concurrency": c, "k": k, **p,
+                        "throughput_interval": interval(boot["throughput"][(c, k)]),
+                        "decode_rate_interval": interval(boot["decode_rate"][(c, k)])})
+    return out
+
+
+def measured_fit(plan: dict, rows: list[dict], model) -> list[dict]:
+    """Each arm's measured throughput per concurrency (geometric mean over its boots) against
+    the model's prediction at the arm's k there."""
+    out = []
+    for arm in plan["arms"]:
+        for c in sorted({r["c"] for r in rows}):
+            here = [r for r in rows if r["arm"] == arm and r["c"] == c]
+            k = here[0]["k"]
+            measured = gmean([r["throughput"] for r in here])
+            pred = model.predict(c, k)["throughput"]
+            out.append({"arm": arm, "concurrency": c, "k": k, "measured": measured,
+                        "predicted": pred, "error_pct": 100 * (pred / measured - 1),
+                        "step_s": float(np.median([r["step_s"] for r in here])),
+                        "tokens_per_step": float(np.mean([r["tokens_per_step"] for r in here]))})
+    return out
+
+
+def crossover(conc: list[int], best: list[int], k_min: int) -> dict:
+    """The first measured concurrency from which the smallest k wins at every larger one."""
+    j = len(conc)
+    while j > 0 and best[j - 1] == k_min:
+        j -= 1
+    if j == len(conc):
+        return {"k": k_min, "concurrency": None, "between": None,
+                "reason": f"k={k_min} does not win at the highest measured concurrency "
+                          f"(c={conc[-1]}): no crossover in the measured range"}
+    return {"k": k_min, "concurrency": conc[j], "between": [conc[j - 1], conc[j]] if j else None,
+            "reason": None if j else f"k={k_min} wins at every measured concurrency"}
+
+
+def knees(plan: dict, rows: list[dict]) -> dict:
+    out = {}
+    for arm in plan["arms"]:
+        conc = sorted({r["c"] for r in rows})
+        thr = [gmean([r["throughput"] for r in rows if r["arm"] == arm and r["c"] == c])
+               for c in conc]
+        out[arm] = {"concurrency": conc, "throughput": thr,
+                    **kmodel.throughput_knee(conc, thr)}
+    return out
+
+
+def ceiling(model, c: int, ks: list[int]) -> list[dict]:
+    """The second reference write-up's ceiling model per k, at the lowest concurrency."""
+    out = []
+    for k in ks:
+        step = model.step(c, k)
+        out.append({"k": k, "concurrency": c, "step_s": step,
+                    "tokens_per_step": model.tokens(c, k),
+                    "modelled_decode_rate": model.tokens(c, k) / step,
+                    "ceiling_decode_rate": kmodel.ceiling_rate(k, step)})
+    return out
+
+
+def verify_gains(conc, sched_k, fixed_k, model, boot) -> list[dict]:
+    """Predicted throughput change of the schedule against the best fixed k at each c, with
+    its interval over the same resamples (each resample's two predictions are paired)."""
+    out = []
+    for c, k in zip(conc, sched_k, strict=True):
+        a, b = boot["throughput"][(c, fixed_k)], boot["throughput"][(c, k)]
+        ratios = [100 * (y / x - 1) for x, y in zip(a, b, strict=True)]
+        point = 100 * (model.predict(c, k)["throughput"] /
+                       model.predict(c, fixed_k)["throughput"] - 1)
+        out.append({"concurrency": c, "k": k, "control_k": fixed_k, "gain_pct": point,
+                    "interval": interval(ratios)})
+    return out
+
+
+def assemble(plan: dict, rows, windows, model, ks, boot) -> dict:
+    conc = plan["instruments"]["sweep"]["concurrency"]
+    preds = predictions(model, conc, ks, boot)
+    by = {(p["concurrency"], p["k"]): p["throughput"] for p in preds}
+    best = [kmodel.best_k({k: by[(c, k)] for k in ks}) for c in conc]
+    fixed = max(ks, key=lambda k: gmean([by[(c, k)] for c in conc]))
+    max_seqs = max(int(a["args"].get("max-num-seqs", conc[-1])) for a in plan["arms"].values())
+    bands = kmodel.schedule(conc, best, max_seqs)
+    stability = [float(np.mean([b == k for b in boot["best"][c]])) if boot["best"][c] else None
+                 for c, k in zip(conc, best, strict=True)]
+    fit = measured_fit(plan, rows, model)
+    errors = [abs(f["error_pct"]) for f in fit]
+    return {
+        "experiment": plan["name"], "status": "recommended", "reason": None,
+        "method": METHOD, "knee_method": KNEE_METHOD,
+        "interval": {"level": LEVEL, "resamples": RESAMPLES, "confidence": CONFIDENCE,
+                     "pairs": len({r["pair"] for r in rows})},
+        "acceptance": {"horizon": model.horizon, "per_position_rate": model.rates,
+                       "windows": [w["file"] for w in windows],
+                       "drafts": float(sum(w["drafts"] for w in windows)),
+                       "accepted_per_pos": [float(v) for v in np.sum(
+                           [w["accepted_per_pos"] for w in windows], axis=0)],
+                       "tokens_per_draft": [kmodel.tokens_per_step(model.rates, k)
+                                            for k in range(model.horizon + 1)]},
+        "step_model": {"terms": list(kmodel.STEP_TERMS), "coef": list(model.step.coef),
+                       "observations": model.step.n,
+                       "rms_rel_error_pct": 100 * model.step.rms_rel_error,
+                       "max_rel_error_pct": 100 * model.step.max_rel_error},
+        "ks": ks, "concurrency": conc, "predictions": preds,
+        "measured": fit,
+        "throughput_fit_error_pct": {"median_abs": float(np.median(errors)),
+                                     "max_abs": float(max(errors))},
+        "best": [{"concurrency": c, "k": k, "share_of_resamples": s}
+                 for c, k, s in zip(conc, best, stability, strict=True)],
+        "schedule": bands, "best_fixed_k": fixed,
+        "speculative_config": {"num_speculative_tokens": max(b[2] for b in bands),
+                               "num_speculative_tokens_per_batch_size": bands},
+        "crossover": crossover(conc, best, ks[0]),
+        "knees": knees(plan, rows),
+        "ceiling": ceiling(model, conc[0], ks),
+        "verify": verify_gains(conc, best, fixed, model, boot),
+    }
+
+
+def refused(plan: dict, reason: str) -> dict:
+    return {"experiment": plan["name"], "status": "refused", "reason": reason,
+            "method": METHOD, "knee_method": KNEE_METHOD}

@@ -1,0 +1,31 @@
+rule recommend:
+    """Which k at which load, from derived files only: a k schedule with intervals over boot
+    pairs, the crossover, each arm's throughput knee, the ceiling model, and verify.yaml, the
+    paired run that checks the prediction. Data that cannot support a recommendation gives a
+    refusal with its reason, in the same files."""
+    input:
+        plan=f"{R}/plan.json",
+        realized=get_realized,
+        raw=get_all_raw,
+        metrics=get_all_metrics,
+        config=CONFIG_SOURCE,
+        code=get_code("recommend"),
+    output:
+        json=f"{R}/recommend/recommendation.json",
+        readme=f"{R}/recommend/README.md",
+        verify=f"{R}/recommend/verify.yaml",
+        png=report(
+            f"{R}/recommend/recommend.png",
+            caption="../report/recommend.rst",
+            category="Recommendation",
+        ),
+        svg=f"{R}/recommend/recommend.svg",
+    log:
+        f"{R}/logs/recommend.log",
+    localrule: True
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        results=lambda wildcards, input: os.path.dirname(input.plan),
+    shell:
+        "knee recommend {params.results} --config {input.config:q} --record-refusal > {log} 2>&1"
