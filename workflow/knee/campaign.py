@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 from knee import jsonio
+from knee.kmodel import session_k
 from knee.readme import ci, pctf
-from knee.recommend import session_k
 
 
 def arm_label(plan: dict, arm: str, c: int | None = None) -> str:

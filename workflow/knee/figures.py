@@ -11,26 +11,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from knee import kmodel  # noqa: E402
 from knee.folder import FIGURES  # noqa: E402
 from knee.stats import mean  # noqa: E402
 
 STABLE = {"svg.hashsalt": "knee", "svg.fonttype": "none", "font.size": 9}
 COLORS = {"control": "#888888", "candidate": "#22aa77"}
-
-
-def schedule_k(plan: dict, points: list[int]) -> dict[str, list[int | None]]:
-    """k at each concurrency point per arm, from num_speculative_tokens(_per_batch_size)."""
-    out = {}
-    for arm, server in plan["arms"].items():
-        spec = server.get("speculative_config") or {}
-        k, ranges = spec.get("num_speculative_tokens"), spec.get(
-            "num_speculative_tokens_per_batch_size") or []
-        ks = []
-        for c in points:
-            hit = [r[2] for r in ranges if r[0] <= c <= r[1]]
-            ks.append(min(hit[0], k) if hit and k else k)
-        out[arm] = ks
-    return out
 
 
 def per_point_bars(comparison: dict, plan: dict, metric: str, ylabel: str, title: str,
@@ -59,7 +45,7 @@ def per_point_bars(comparison: dict, plan: dict, metric: str, ylabel: str, title
             top = max(means.loc[p, "control"], means.loc[p, "candidate"])
             ax.annotate(effect_label(effects.get(p)), (i, top), ha="center", va="bottom",
                         fontsize=7)
-        ks = schedule_k(plan, points)["candidate"]
+        ks = kmodel.session_k(plan, "candidate", points)
         for i in range(1, len(points)):
             if ks[i] != ks[i - 1]:
                 ax.axvline(i - 0.5, color="k", ls="--", lw=1)

@@ -22,6 +22,19 @@ KNEE_SSE_RATIO = 0.5  # and two segments explain the curve at least twice as wel
 TIE_PCT = 1.0  # predictions within this of the best are a tie, won by the smaller k
 
 
+def session_k(plan: dict, arm: str, points: list[int]) -> list[int]:
+    """k at each concurrency of an arm: 0 with speculation off, the batch-size schedule's band
+    (capped at num_speculative_tokens) where one covers c, num_speculative_tokens otherwise."""
+    spec = plan["arms"][arm].get("speculative_config") or {}
+    k = spec.get("num_speculative_tokens") or 0
+    bands = spec.get("num_speculative_tokens_per_batch_size") or []
+    out = []
+    for c in points:
+        hit = [b[2] for b in bands if b[0] <= c <= b[1]]
+        out.append(min(hit[0], k) if hit and k else k)
+    return out
+
+
 def position_rates(drafts: float, accepted_per_pos: list[float]) -> list[float]:
     """a_i = accepted at position i / drafts (the share of drafts that reached position i)."""
     if not drafts or drafts <= 0:
@@ -68,9 +81,10 @@ def design(c: float, k: float) -> list[float]:
 
 
 def identifiable(points: list[tuple[float, float]]) -> bool:
-    """Whether the measured (c, k) points pin down every term of the step model."""
+    """Whether the measured (c, k) points pin down every term of the step model, with one
+    point to spare (else its fit error is zero by construction and says nothing)."""
     unique = sorted(set(points))
-    return len(unique) >= len(STEP_TERMS) and \
+    return len(unique) > len(STEP_TERMS) and \
         np.linalg.matrix_rank(np.array([design(c, k) for c, k in unique])) == len(STEP_TERMS)
 
 

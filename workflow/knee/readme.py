@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import jinja2
 import numpy as np
 
-from knee import inference, instruments, stopping
+from knee import inference, instruments, jsonio, recommend_parts, stopping
 from knee.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.config import order_name
 
@@ -137,12 +138,8 @@ def predicted(plan: dict, comparison: dict, root: Path) -> dict | None:
     """A verification run's predicted-against-measured rows, from its registered prediction."""
     if "prediction" not in plan:
         return None
-    import os
-
-    from knee import jsonio, recommend_out
-
     file = plan["prediction"]["file"]
-    rows = recommend_out.predicted_vs_measured(jsonio.read(Path(file), "recommendation"), plan,
+    rows = recommend_parts.predicted_vs_measured(jsonio.read(Path(file), "recommendation"), plan,
                                                comparison)
     errors = [abs(r["error_pct"]) for r in rows] or [None]
     return {"file": file, "link": os.path.relpath(file, root), "rows": rows,

@@ -27,6 +27,7 @@ import numpy as np
 from knee import jsonio, kmodel, recommend_parts
 from knee.errors import KneeError
 from knee.folder import realized_sessions
+from knee.kmodel import session_k
 from knee.recommend_parts import RESAMPLES
 
 MIN_POINTS = 3
@@ -35,19 +36,6 @@ ACCEPTANCE_INSTRUMENTS = ("sweep", "probe")
 
 class Refused(KneeError):
     """The data cannot support a recommendation; the message says why."""
-
-
-def session_k(plan: dict, arm: str, points: list[int]) -> list[int]:
-    """k at each concurrency of an arm: 0 with speculation off, the batch-size schedule's band
-    (capped at num_speculative_tokens) where one covers c, num_speculative_tokens otherwise."""
-    spec = plan["arms"][arm].get("speculative_config") or {}
-    k = spec.get("num_speculative_tokens") or 0
-    bands = spec.get("num_speculative_tokens_per_batch_size") or []
-    out = []
-    for c in points:
-        hit = [b[2] for b in bands if b[0] <= c <= b[1]]
-        out.append(min(hit[0], k) if hit and k else k)
-    return out
 
 
 def point_observation(points: list[dict], c: int, output_tokens: int) -> dict:

@@ -103,10 +103,12 @@ def verify_config(rec: dict, plan: dict, config: dict, rec_path: Path) -> dict:
 def verify_text(rec: dict, plan: dict, config_path: Path, root: Path) -> str:
     if rec["status"] != "recommended":
         return f"# no verification run: the recommendation was refused ({rec['reason']})\n"
-    cfg = verify_config(rec, plan, configfile.load(config_path),
-                        folder(root) / "recommendation.json")
+    # paths as the workflow writes them, from the checkout's top: the same text wherever the
+    # results folder is read from
+    home = Path("results") / plan["name"] / "recommend"
+    cfg = verify_config(rec, plan, configfile.load(config_path), home / "recommendation.json")
     return ("# The paired run that checks the recommendation (knee recommend). Run it with\n"
-            f"#   snakemake --config experiment={folder(root)}/verify.yaml\n"
+            f"#   snakemake --config experiment={home}/verify.yaml\n"
             + yaml.safe_dump(cfg, sort_keys=False, width=100))
 
 
@@ -121,26 +123,3 @@ def write(root: Path, config_path: Path, plan: dict) -> dict:
     jsonio.atomic_write_text(out / "README.md", recommend_report.readme(data, plan))
     recommend_report.figure(data, out / "recommend")
     return data
-
-
-def predicted_vs_measured(rec: dict, plan: dict, comparison: dict) -> list[dict]:
-    """A verification run's sweep throughput per arm and concurrency (geometric mean over its
-    pairs) against the recommendation's prediction at the arm's k there, with the error."""
-    from knee.recommend import session_k
-
-    by = {(p["concurrency"], p["k"]): p for p in rec["predictions"]}
-    conc = plan["instruments"]["sweep"]["concurrency"]
-    rows = [r for r in comparison["rows"] if r["instrument"] == "sweep"
-            and r["metric"] == "throughput" and isinstance(r.get("pair"), int)]
-    out = []
-    for arm in plan["arms"]:
-        for c, k in zip(conc, session_k(plan, arm, conc), strict=True):
-            vals = [r[arm] for r in rows if r["point"] == c and r.get(arm)]
-            pred = by.get((c, k))
-            if not vals or pred is None:
-                continue
-            measured = recommend_parts.gmean(vals)
-            out.append({"arm": arm, "concurrency": c, "k": k, "predicted": pred["throughput"],
-                        "interval": pred["throughput_interval"], "measured": measured,
-                        "error_pct": 100 * (pred["throughput"] / measured - 1)})
-    return out

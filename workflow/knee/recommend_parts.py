@@ -167,3 +167,24 @@ def assemble(plan: dict, rows, windows, model, ks, boot) -> dict:
 def refused(plan: dict, reason: str) -> dict:
     return {"experiment": plan["name"], "status": "refused", "reason": reason,
             "method": METHOD, "knee_method": KNEE_METHOD}
+
+
+def predicted_vs_measured(rec: dict, plan: dict, comparison: dict) -> list[dict]:
+    """A verification run's sweep throughput per arm and concurrency (geometric mean over its
+    pairs) against the recommendation's prediction at the arm's k there, with the error."""
+    by = {(p["concurrency"], p["k"]): p for p in rec["predictions"]}
+    conc = plan["instruments"]["sweep"]["concurrency"]
+    rows = [r for r in comparison["rows"] if r["instrument"] == "sweep"
+            and r["metric"] == "throughput" and isinstance(r.get("pair"), int)]
+    out = []
+    for arm in plan["arms"]:
+        for c, k in zip(conc, kmodel.session_k(plan, arm, conc), strict=True):
+            vals = [r[arm] for r in rows if r["point"] == c and r.get(arm)]
+            pred = by.get((c, k))
+            if not vals or pred is None:
+                continue
+            measured = gmean(vals)
+            out.append({"arm": arm, "concurrency": c, "k": k, "predicted": pred["throughput"],
+                        "interval": pred["throughput_interval"], "measured": measured,
+                        "error_pct": 100 * (pred["throughput"] / measured - 1)})
+    return out

@@ -1,0 +1,77 @@
+"""Benchmark: how well `knee recommend` predicted a verification run, and how long it takes.
+
+    python bench/recommend.py [--measured results/ksched-cpu] [--verify results/ksched-cpu-verify]
+
+The verification run is the experiment the recommendation wrote (`recommend/verify.yaml`),
+measured in its own boots through the workflow. Prints, per arm and sweep concurrency, the
+predicted throughput (with its interval over boot pairs), the measured one (geometric mean over
+the verification's pairs) and the error; then the median and max absolute error (target: median
+at most 10 %), and the wall time of `knee recommend` on the measured experiment (it boots nothing
+and reads derived files; target: seconds). The recommendation is recomputed into a temporary
+copy, so the published files are untouched.
+"""
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow"))
+
+from knee import jsonio, recommend_parts  # noqa: E402
+
+TARGET_PCT = 10.0
+
+
+def timed_recommend(measured: Path) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / measured.name
+        shutil.copytree(measured, copy)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "knee", "recommend", str(copy), "--record-refusal"],
+                       check=True, capture_output=True, cwd=ROOT)
+        return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--measured", type=Path, default=ROOT / "results" / "ksched-cpu")
+    ap.add_argument("--verify", type=Path, default=None,
+                    help="the verification run (default: results/<measured>-verify)")
+    args = ap.parse_args()
+    verify = args.verify or args.measured.with_name(f"{args.measured.name}-verify")
+    rec = jsonio.read(args.measured / "recommend" / "recommendation.json", "recommendation")
+    plan = jsonio.read(verify / "plan.json", "plan")
+    comparison = jsonio.read(verify / "comparison" / "comparison.json", "comparison")
+    rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
+    print(f"recommendation: {args.measured.name} (schedule {rec['schedule']}, best fixed k "
+          f"{rec['best_fixed_k']}); verification: {verify.name}, "
+          f"{len({r['pair'] for r in comparison['rows'] if isinstance(r['pair'], int)})} pairs")
+    print(f"{'arm':<10} {'c':>3} {'k':>2} {'predicted':>10} {'interval':>19} {'measured':>9} "
+          f"{'error':>7}")
+    for r in rows:
+        iv = r["interval"]
+        shown = f"{iv[0]:.0f} … {iv[1]:.0f}" if iv else "n/a"
+        where = "" if not iv else (" (inside)" if iv[0] <= r["measured"] <= iv[1] else
+                                   " (outside)")
+        print(f"{r['arm']:<10} {r['concurrency']:>3} {r['k']:>2} {r['predicted']:>10.1f} "
+              f"{shown:>19} {r['measured']:>9.1f} {r['error_pct']:>+6.1f}%{where}")
+    errors = [abs(r["error_pct"]) for r in rows]
+    med = statistics.median(errors)
+    inside = sum(1 for r in rows if r["interval"]
+                 and r["interval"][0] <= r["measured"] <= r["interval"][1])
+    print(f"prediction error: median absolute {med:.1f} % (target <= {TARGET_PCT:g} %: "
+          f"{'met' if med <= TARGET_PCT else 'NOT met'}), max {max(errors):.1f} %, "
+          f"{inside} of {len(rows)} measured inside the predicted interval")
+    print(f"knee recommend on {args.measured.name}: {timed_recommend(args.measured):.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""knee recommend: the second reference write-up's numbers, the knee on known shapes, the step
+model on known coefficients, refusals with their reasons, and the published recommendation
+(recomputed by the audit, its verify.yaml a valid experiment)."""
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from knee import audit, config, jsonio, kmodel, recommend, recommend_out, recommend_parts
+from tests.conftest import ROOT
+
+# the second reference write-up's k=7 window (results/raw/twocol-armB-metrics-after-t30.txt)
+DRAFTS = 60944
+ACCEPTED = [44225, 29747, 19984, 13513, 9086, 6095, 3840]
+
+
+def test_per_position_rates_are_the_write_ups():
+    rates = kmodel.position_rates(DRAFTS, ACCEPTED)
+    assert [round(100 * r, 2) for r in rates] == [72.57, 48.81, 32.79, 22.17, 14.91, 10.0, 6.3]
+    # 126490 accepted over 60944 drafts: the tokens per drafted step at k=7
+    assert kmodel.tokens_per_step(rates, 7) == pytest.approx(1 + 126490 / DRAFTS)
+    # three of seven positions accepted less than one time in six: the write-up's knee at 4-5
+    assert [r < 1 / 6 for r in rates] == [False] * 4 + [True] * 3
+
+
+def test_the_k4_ceiling_is_the_write_ups():
+    # k=4 probe: 3478 drafts, 5738 accepted -> 2.6498 tokens per step; step 23.38 ms
+    tokens = 1 + 5738 / 3478
+    assert round(tokens, 4) == 2.6498
+    assert kmodel.ceiling_rate(4, 0.02338) == pytest.approx(213.8, abs=0.1)
+    assert tokens / 0.02338 == pytest.approx(113.3, abs=0.1)
+
+
+def test_a_shorter_horizon_keeps_the_accepted_prefix():
+    rates = kmodel.position_rates(DRAFTS, ACCEPTED)
+    assert kmodel.tokens_per_step(rates, 4) == pytest.approx(1 + sum(ACCEPTED[:4]) / DRAFTS)
+    # measured 3.0 tokens per step at k=7 (some steps without a draft): scaled by the prefix
+    assert kmodel.truncated_tokens(3.0, rates, 7) == pytest.approx(3.0)
+    assert kmodel.truncated_tokens(3.0, rates, 4) == pytest.approx(
+        1 + 2.0 * sum(ACCEPTED[:4]) / sum(ACCEPTED))
+    assert kmodel.truncated_tokens(3.0, rates, 0) == 1.0
+    with pytest.raises(Exception, match="beyond the measured horizon"):
+        kmodel.tokens_per_step(rates, 8)
+
+
+@pytest.mark.parametrize("knee", [3.0, 4.0, 6.0, 10.0])
+def test_a_known_two_segment_sweep_returns_its_knee(knee):
+    conc = [1, 2, 3, 4, 6, 8, 12, 16]
+    rng = np.random.default_rng(int(knee))
+    thr = [100 * min(c, knee) * (1 + rng.normal(0, 0.01)) for c in conc]
+    found = kmodel.throughput_knee(conc, thr)
+    assert found["reason"] is None
+    assert found["knee"] == pytest.approx(knee, abs=0.6)
+
+
+def test_no_knee_where_throughput_keeps_rising_or_points_are_few():
+    conc = [1, 2, 4, 8, 16]
+    rising = kmodel.throughput_knee(conc, [100 * c for c in conc])
+    assert rising["knee"] is None and "still rising" in rising["reason"]
+    few = kmodel.throughput_knee([1, 2, 4], [100, 200, 210])
+    assert few["knee"] is None and "needs 4" in few["reason"]
+
+
+def test_the_step_model_recovers_known_coefficients():
+    truth = (0.006, 0.0005, 0.0002, 0.0001)
+    obs = [(c, k, float(np.dot(truth, kmodel.design(c, k))))
+           for c in (1, 2, 4, 8, 16) for k in (1, 5)]
+    fit = kmodel.fit_step_model(obs)
+    assert fit.coef == pytest.approx(truth, rel=1e-6) and fit.rms_rel_error < 1e-9
+    assert kmodel.identifiable([(c, k) for c, k, _ in obs])
+    # one k everywhere: the k terms cannot be told from the intercept and c
+    assert not kmodel.identifiable([(c, 5) for c in (1, 2, 4, 8, 16)])
+
+
+def test_schedule_bands_and_ties_to_the_smaller_k():
+    assert kmodel.schedule([1, 2, 4, 8, 16], [5, 5, 1, 1, 1], 16) == [[1, 2, 5], [3, 16, 1]]
+    assert kmodel.schedule([1, 2, 4], [4, 4, 4], 32) == [[1, 32, 4]]
+    assert kmodel.best_k({3: 100.0, 4: 100.5, 5: 99.0}) == 3
+    assert kmodel.best_k({3: 90.0, 4: 100.0}) == 4
+
+
+def test_crossover_is_where_the_smallest_k_starts_to_win():
+    x = recommend_parts.crossover([1, 2, 4, 8, 16], [5, 5, 1, 1, 1], 1)
+    assert x["concurrency"] == 4 and x["between"] == [2, 4]
+    none = recommend_parts.crossover([1, 2, 4], [5, 5, 5], 1)
+    assert none["concurrency"] is None and "does not win" in none["reason"]
+
+
+def test_refused_when_the_data_cannot_support_it():
+    rows = [{"c": c, "k": 5} for c in (1, 2, 4)]
+    windows = [{"drafts": 10, "accepted_per_pos": [5, 4, 3, 2, 1], "pair": 1}]
+    with pytest.raises(recommend.Refused, match="one k only .k=5"):
+        recommend.check_supported({}, rows, windows, 5)
+    with pytest.raises(recommend.Refused, match="acceptance counters missing"):
+        recommend.check_supported({}, rows + [{"c": 4, "k": 1}], [], 5)
+    with pytest.raises(recommend.Refused, match="speculation is off"):
+        recommend.check_supported({}, rows, [], 0)
+    two_points = [{"c": c, "k": k} for c in (1, 2) for k in (1, 5)]
+    with pytest.raises(recommend.Refused, match="cannot separate"):
+        recommend.check_supported({}, two_points, windows, 5)
+
+
+def test_an_aa_experiment_is_refused_with_its_reason():
+    root = ROOT / "results" / "aa-cpu"
+    rec = recommend_out.make(jsonio.read(root / "plan.json", "plan"), root)
+    assert rec["status"] == "refused" and rec["reason"].startswith("one k only (k=5")
+
+
+def test_too_few_concurrencies_are_refused():
+    root = ROOT / "results" / "ksched-cpu"
+    plan = jsonio.read(root / "plan.json", "plan")
+    plan["instruments"]["sweep"]["concurrency"] = [1, 2]
+    with pytest.raises(recommend.Refused, match="too few points"):
+        recommend.build(plan, root)
+
+
+def test_the_published_recommendation_is_recomputed_equal():
+    root = ROOT / "results" / "ksched-cpu"
+    assert audit.check_recommendation(root, jsonio.read(root / "plan.json", "plan")) == []
+    rec = jsonio.read(root / "recommend" / "recommendation.json", "recommendation")
+    assert rec["interval"]["level"] == "boot pairs" and rec["acceptance"]["horizon"] == 5
+    assert {p["k"] for p in rec["predictions"]} == {1, 2, 3, 4, 5}
+    assert all(p["throughput_interval"][0] <= p["throughput"] <= p["throughput_interval"][1]
+               for p in rec["predictions"])
+
+
+def test_a_tampered_recommendation_is_caught(results):
+    path = results / "recommend" / "recommendation.json"
+    data = json.loads(path.read_text())
+    data["best_fixed_k"] = 3
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    problems = "\n".join(audit.check_recommendation(
+        results, jsonio.read(results / "plan.json", "plan")))
+    assert "recommend/recommendation.json#/best_fixed_k: differs" in problems
+
+
+def schedule_rec():
+    root = ROOT / "results" / "ksched-cpu"
+    rec = jsonio.read(root / "recommend" / "recommendation.json", "recommendation")
+    rec["schedule"] = [[1, 2, 5], [3, 16, 2]]
+    rec["verify"] = [{**v, "k": 5 if v["concurrency"] <= 2 else 2} for v in rec["verify"]]
+    return root, rec
+
+
+def test_verify_yaml_is_a_one_variable_experiment_with_a_registered_prediction(tmp_path):
+    root, rec = schedule_rec()
+    plan = jsonio.read(root / "plan.json", "plan")
+    cfg = recommend_out.verify_config(rec, plan, config.load_raw(ROOT / "config" / "config.yaml"),
+                                      root / "recommend" / "recommendation.json")
+    assert cfg["variable"] == recommend_out.SCHEDULE_KEY
+    assert cfg["arms"]["candidate"]["speculative_config"][
+        "num_speculative_tokens_per_batch_size"] == [[1, 2, 5], [3, 16, 2]]
+    rules = {r["point"]: r for r in cfg["bar"]["rules"]}
+    assert rules[1]["within_pct"] == recommend_out.PARITY_PCT and "min_gain_pct" in rules[16]
+    checked, verify_plan = config.plan_config(cfg, "verify.yaml", ROOT)
+    assert verify_plan["prediction"]["sha256"] == hashlib.sha256(
+        (root / "recommend" / "recommendation.json").read_bytes()).hexdigest()
+    # the prediction is registered: another recommendation file, another bar hash
+    other = tmp_path / "rec.json"
+    other.write_text(json.dumps({**rec, "schema": "knee/recommendation"}))
+    _, moved = config.plan_config({**cfg, "prediction": str(other)}, "verify.yaml", ROOT)
+    assert moved["bar_sha256"] != verify_plan["bar_sha256"]
+
+
+def test_a_prediction_that_is_not_a_recommendation_is_refused(tmp_path):
+    cfg = config.load_raw(ROOT / "config" / "config.yaml")
+    bad = tmp_path / "x.json"
+    bad.write_text("{}")
+    with pytest.raises(Exception, match=r"prediction: .* is not a recommendation"):
+        config.plan_config({**cfg, "prediction": str(bad)}, "verify.yaml", ROOT)
+
+
+def test_predicted_against_measured_uses_each_arms_k():
+    root, rec = schedule_rec()
+    plan = jsonio.read(root / "plan.json", "plan")
+    comparison = jsonio.read(root / "comparison" / "comparison.json", "comparison")
+    rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
+    assert {(r["arm"], r["concurrency"], r["k"]) for r in rows} >= {
+        ("control", 16, 5), ("candidate", 16, 1), ("candidate", 1, 5)}
+    for r in rows:
+        assert r["error_pct"] == pytest.approx(100 * (r["predicted"] / r["measured"] - 1))
+
+
+def test_the_embedded_and_gpu_windows_validate():
+    names = ["k7v4", "k4-off", "k4v3"]
+    for path in [ROOT / "config" / f"{n}.yaml" for n in names] + \
+            [ROOT / "config" / "dspark-kimi-k3" / f"{n}.yaml" for n in names]:
+        out = subprocess.run([sys.executable, "-m", "knee", "validate-config", str(path)],
+                             capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+
+
+def test_speculation_switched_off_in_one_arm_is_one_variable():
+    cfg = config.load_raw(ROOT / "config" / "k4-off.yaml")
+    _, plan = config.plan_config(cfg, "k4-off.yaml", ROOT)
+    assert plan["arms"]["control"]["speculative_config"] is None
+    # a second change beside it is still refused
+    cfg["arms"]["candidate"]["args"] = {"seed": 1}
+    with pytest.raises(Exception, match="differ outside the declared variable"):
+        config.plan_config(cfg, "k4-off.yaml", ROOT)
+
+
+def test_recommend_boots_nothing():
+    code = ("import sys, knee.recommend, knee.recommend_out, knee.recommend_report, "
+            "knee.campaign; bad = [m for m in sys.modules if m.startswith(('knee.runtime', "
+            "'knee.client', 'httpx'))]; print(bad); sys.exit(1 if bad else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
