@@ -211,3 +211,35 @@ def test_recommend_boots_nothing():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_verification_readme_shows_predicted_against_measured():
+    from knee import readme
+
+    root = ROOT / "results" / "ksched-cpu"
+    plan = jsonio.read(root / "plan.json", "plan")
+    comparison = jsonio.read(root / "comparison" / "comparison.json", "comparison")
+    file = "results/ksched-cpu/recommend/recommendation.json"
+    plan["prediction"] = {"file": file, "sha256": "0" * 64}
+    shown = readme.predicted(plan, comparison, root)
+    assert shown["link"] == "recommend/recommendation.json" and len(shown["rows"]) == 10
+    errors = sorted(abs(r["error_pct"]) for r in shown["rows"])
+    assert shown["median_abs"] == pytest.approx((errors[4] + errors[5]) / 2)
+    assert readme.predicted({k: v for k, v in plan.items() if k != "prediction"}, comparison,
+                            root) is None
+
+
+def test_a_second_horizon_corrects_the_prefix_scaling():
+    # rates at K=4; the shorter horizon k=2 measured 20 % more excess than the prefix implies
+    windows = [{"drafts": 100, "accepted_per_pos": [80, 60, 40, 20], "pair": 1}]
+    rows = []
+    for c in (1, 2, 4, 8):
+        for k, excess in ((4, 2.0), (2, 1.2 * 2.0 * 1.4 / 2.0)):
+            rows.append({"session": f"1-{k}", "pair": 1, "arm": str(k), "c": c, "k": k,
+                         "step_s": 0.01 + 0.001 * c + 0.0005 * k, "tokens_per_step": 1 + excess,
+                         "ttft_s": 0.02, "throughput": 100.0 * c, "eta": 1.0})
+    m = recommend.Model(rows, windows, 128)
+    assert m.availability[2] == pytest.approx(1.2) and m.availability[4] == 1.0
+    assert m.tokens(1, 2) == pytest.approx(1 + 1.2 * 2.0 * 1.4 / 2.0)
+    assert m.gamma(3) == pytest.approx(1.1) and m.gamma(1) == pytest.approx(1.2)
+    assert m.tokens(8, 4) == pytest.approx(3.0) and m.tokens(8, 0) == 1.0

@@ -134,21 +134,48 @@ class Model:
         self.at = {}
         for c in sorted({r["c"] for r in rows}):
             here = [r for r in rows if r["c"] == c]
-            top = max(r["k"] for r in here)
-            self.at[c] = {"k": top,
-                          "tokens": float(np.mean([r["tokens_per_step"] for r in here
-                                                   if r["k"] == top])),
+            self.at[c] = {"tokens": {k: float(np.mean([r["tokens_per_step"] for r in here
+                                                       if r["k"] == k]))
+                                     for k in {r["k"] for r in here}},
                           "ttft_s": float(np.mean([r["ttft_s"] for r in here])),
                           "eta": float(np.mean([r["eta"] for r in here]))}
+        self.availability = self.draft_availability()
+
+    def prefix_excess(self, c: int, k: int) -> float:
+        """Tokens per step above one at k, scaled from the horizon measured at c by the
+        accepted prefix alone: (T(K) - 1) sum(a_1..a_k) / sum(a_1..a_K)."""
+        top = max(self.at[c]["tokens"])
+        if top == 0:
+            raise KneeError(f"c={c}: no speculating session to scale tokens per step from")
+        return (self.at[c]["tokens"][top] - 1.0) * sum(self.rates[:k]) / sum(self.rates[:top])
+
+    def draft_availability(self) -> dict[int, float]:
+        """gamma(k): measured tokens per step above one at a shorter horizon k against the
+        accepted-prefix scaling, pooled over the concurrencies where both k and the longest
+        horizon ran (an ngram drafter finds a full-length draft less often at a longer
+        horizon). gamma(K) = 1; without a second horizon, 1 everywhere."""
+        out = {self.horizon: 1.0}
+        for k in sorted({k for at in self.at.values() for k in at["tokens"]}):
+            ratios = [(at["tokens"][k] - 1.0) / self.prefix_excess(c, k)
+                      for c, at in self.at.items()
+                      if 0 < k < self.horizon and k in at["tokens"]
+                      and max(at["tokens"]) == self.horizon and self.prefix_excess(c, k) > 0]
+            if ratios:
+                out[k] = float(np.mean(ratios))
+        return out
+
+    def gamma(self, k: int) -> float:
+        """gamma at k: linear between the horizons measured, the nearest one beyond them."""
+        known = sorted(self.availability)
+        if k <= known[0]:
+            return self.availability[known[0]]
+        return float(np.interp(k, known, [self.availability[x] for x in known]))
 
     def tokens(self, c: int, k: int) -> float:
-        at = self.at[c]
         if k == 0:
             return 1.0
-        if at["k"] == 0:
-            raise KneeError(f"c={c}: no speculating session to scale tokens per step from")
-        ratio = sum(self.rates[:k]) / sum(self.rates[:at["k"]])
-        return 1.0 + (at["tokens"] - 1.0) * ratio
+        top = max(self.at[c]["tokens"])
+        return 1.0 + self.prefix_excess(c, k) * self.gamma(k) / self.gamma(top)
 
     def predict(self, c: int, k: int) -> dict:
         step, tokens = self.step(c, k), self.tokens(c, k)

@@ -15,7 +15,11 @@ METHOD = ("Step time per (session, concurrency): the median over requests of the
           "divided by (chunks - 1), one stream chunk per engine step; tokens per step: (output "
           "tokens - 1) / (chunks - 1). Per-position acceptance a_i pooled over the probe and "
           "sweep windows that drafted at the longest horizon K; tokens per step at k scale the "
-          "excess over one token measured at c by sum(a_1..a_k) / sum(a_1..a_K). Step model: "
+          "excess over one token measured at c by sum(a_1..a_k) / sum(a_1..a_K), times "
+          "gamma(k): the measured excess at a second, shorter horizon against that scaling "
+          "(pooled over concurrencies; linear in k between the horizons measured, 1 at K), "
+          "since a drafter may find full-length drafts more often at a shorter horizon. "
+          "Step model: "
           "step(c, k) = b0 + b1 c + b2 k + b3 c k, least squares over every session of both "
           "arms. Throughput at c: eta(c) c N / (TTFT(c) + (N - 1) step / tokens per step), "
           "eta(c) the measured ratio of throughput to that closed-loop formula. Best k per "
@@ -143,7 +147,9 @@ def assemble(plan: dict, rows, windows, model, ks, boot) -> dict:
                        "accepted_per_pos": [float(v) for v in np.sum(
                            [w["accepted_per_pos"] for w in windows], axis=0)],
                        "tokens_per_draft": [kmodel.tokens_per_step(model.rates, k)
-                                            for k in range(model.horizon + 1)]},
+                                            for k in range(model.horizon + 1)],
+                       "draft_availability": [{"k": k, "gamma": g} for k, g in
+                                              sorted(model.availability.items())]},
         "step_model": {"terms": list(kmodel.STEP_TERMS), "coef": list(model.step.coef),
                        "observations": model.step.n,
                        "rms_rel_error_pct": 100 * model.step.rms_rel_error,

@@ -63,6 +63,8 @@ rule campaign:
     log:
         f"{CAMPAIGN}/campaign.log",
     localrule: True
+    conda:
+        "../../envs/workflow.yaml"
     params:
         folders=[f"results/{name}" for name in EXPERIMENTS],
     shell:
