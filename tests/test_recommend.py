@@ -4,6 +4,7 @@ model on known coefficients, refusals with their reasons, and the published reco
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 
@@ -243,3 +244,23 @@ def test_a_second_horizon_corrects_the_prefix_scaling():
     assert m.tokens(1, 2) == pytest.approx(1 + 1.2 * 2.0 * 1.4 / 2.0)
     assert m.gamma(3) == pytest.approx(1.1) and m.gamma(1) == pytest.approx(1.2)
     assert m.tokens(8, 4) == pytest.approx(3.0) and m.tokens(8, 0) == 1.0
+
+
+def test_the_campaign_page_says_which_arm_won_where(tmp_path):
+    from knee import campaign
+
+    roots = [ROOT / "results" / "ksched-cpu", ROOT / "results" / "aa-cpu"]
+    out = tmp_path / "campaign" / "README.md"
+    campaign.write(roots, out)
+    text = out.read_text()
+    assert text.startswith("# Campaign: ksched-cpu, aa-cpu")
+    for root in roots:
+        assert f"]({os.path.relpath(root, out.parent)}/README.md)" in text
+    comparison = jsonio.read(roots[0] / "comparison" / "comparison.json", "comparison")
+    c16 = campaign.across(comparison, "sweep", "throughput", 16)
+    lo, hi = c16["interval"]
+    expect = "cannot tell" if lo <= 0 <= hi else ("**k=5**" if hi < 0 else "**k=1**")
+    line = next(x for x in text.splitlines() if x.startswith("| throughput at c=16 |"))
+    assert line.split("|")[2].strip().startswith(expect)
+    # an A/A experiment has no recommendation to show, and says why
+    assert "[refused](" in text and "one k only" in text

@@ -21,6 +21,7 @@ from knee.folder import (
     realized_pairs,
     realized_path,
     realized_sessions,
+    recommendation_of,
     session_receipts,
     window_metrics,
 )
@@ -161,10 +162,15 @@ def audit(root: Path) -> list[str]:
                  for p in diff({k: stored_bar.get(k) for k in bar}, bar)]
     acceptance = {"windows": prom.acceptance_table(windows, sources)}
     problems += check_recommendation(root, plan)
-    rec = root / "recommend" / "recommendation.json"
     text = readme.render(plan, comparison, bar, boots, acceptance,
                          **session_receipts(plan, root), root=root,
-                         recommendation=jsonio.read(rec) if rec.is_file() else None)
+                         recommendation=recommendation_of(root))
+    return problems + check_readme(root, text)
+
+
+def check_readme(root: Path, text: str) -> list[str]:
+    """README.md against its rendering from the recomputed files, line by line."""
+    problems = []
     published = (root / "README.md").read_text().splitlines()
     differing = [(n, a, b) for n, (a, b) in
                  enumerate(zip(published, text.splitlines(), strict=False), 1) if a != b]
@@ -192,7 +198,7 @@ def check_recommendation(root: Path, plan: dict) -> list[str]:
                 for p in diff({k: stored.get(k) for k in fresh}, fresh)]
     texts = {"README.md": recommend_report.readme(stored, plan),
              "verify.yaml": recommend_out.verify_text(stored, plan,
-                                                      recommend_out.config_of(root), root)}
+                                                      recommend_out.config_of(root))}
     for name, text in texts.items():
         if (folder / name).read_text() != text:
             problems.append(f"recommend/{name}: differs from the recomputation")

