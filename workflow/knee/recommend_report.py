@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from knee.figures import COLORS, STABLE, plt, save
-from knee.readme import fmt
+from knee.readme import fmt, pctf
 
 J = "recommendation.json"
 
@@ -14,8 +14,10 @@ def link(value: str, pointer: str) -> str:
     return f"[{value}]({J}#/{pointer})"
 
 
-def interval_text(iv) -> str:
-    return f"{fmt(iv[0])} … {fmt(iv[1])}" if iv else "n/a"
+def interval_text(iv, pct: bool = False) -> str:
+    if not iv:
+        return "n/a"
+    return f"{pctf(iv[0])} … {pctf(iv[1])}" if pct else f"{iv[0]:.0f} … {iv[1]:.0f}"
 
 
 def refused_text(rec: dict) -> str:
@@ -40,11 +42,11 @@ def schedule_lines(rec: dict) -> list[str]:
         _, pf = preds[(c, fixed)]
         share = best[c]["share_of_resamples"]
         out.append(
-            f"| {c} | {k} | {fmt(100 * share) + '%' if share is not None else 'n/a'} | "
+            f"| {c} | {k} | {'n/a' if share is None else f'{100 * share:.0f}%'} | "
             f"{link(fmt(p['throughput']), f'predictions/{i}/throughput')} | "
             f"{interval_text(p['throughput_interval'])} | {fmt(pf['throughput'])} | "
-            f"{link(fmt(v['gain_pct']) + '%', f'verify/{j}/gain_pct')} "
-            f"({interval_text(v['interval'])}) |")
+            f"{link(pctf(v['gain_pct']), f'verify/{j}/gain_pct')} "
+            f"({interval_text(v['interval'], pct=True)}) |")
     return out
 
 
@@ -70,19 +72,20 @@ def ceiling_lines(rec: dict) -> list[str]:
 
 def fit_lines(rec: dict) -> list[str]:
     m, e = rec["step_model"], rec["throughput_fit_error_pct"]
+    median = f"{e['median_abs']:.1f}%"
     coef = ", ".join(f"{t}: {1000 * c:.4g} ms" for t, c in zip(m["terms"], m["coef"],
                                                                strict=True))
     out = [f"Step model over {m['observations']} (session, concurrency) points: {coef}; "
-           f"relative error rms {fmt(m['rms_rel_error_pct'])}%, max "
-           f"{fmt(m['max_rel_error_pct'])}%. Throughput at the measured points: median "
+           f"relative error rms {m['rms_rel_error_pct']:.1f}%, max "
+           f"{m['max_rel_error_pct']:.1f}%. Throughput at the measured points: median "
            f"absolute error "
-           f"{link(fmt(e['median_abs']) + '%', 'throughput_fit_error_pct/median_abs')}, "
-           f"max {fmt(e['max_abs'])}%.", "",
+           f"{link(median, 'throughput_fit_error_pct/median_abs')}, "
+           f"max {e['max_abs']:.1f}%.", "",
            "| arm | concurrency | k | measured (tok/s) | model (tok/s) | error |",
            "|---|---:|---:|---:|---:|---:|"]
     for f in rec["measured"]:
         out.append(f"| {f['arm']} | {f['concurrency']} | {f['k']} | {fmt(f['measured'])} | "
-                   f"{fmt(f['predicted'])} | {fmt(f['error_pct'])}% |")
+                   f"{fmt(f['predicted'])} | {pctf(f['error_pct'])} |")
     return out
 
 
