@@ -146,6 +146,11 @@ CASES = [
     Case("name-slash", S("name", "a/b"), r"name: 'a/b' does not match"),
     Case("name-dot-first", S("name", ".hidden"), r"name: '.hidden' does not match"),
     Case("name-too-long", S("name", "n" * 101), r"name: 'n+' is too long"),
+    # a verification run's prediction must be a recommendation knee wrote
+    Case("prediction-missing", S("prediction", "results/none/recommend/recommendation.json"),
+         r"prediction: 'results/none/recommend/recommendation.json': unreadable"),
+    Case("prediction-not-one", S("prediction", "config/prompts/shell/01.txt"),
+         r"prediction: 'config/prompts/shell/01.txt': unreadable|is not a recommendation"),
     Case("class-traversal", S("instruments.fixture.classes", ["../etc"]),
          r"instruments.fixture.classes\[0\]: '../etc' does not match"),
     Case("env-name-bad", S("server.env", {"1BAD": "x"}), r"server.env: '1BAD' does not match"),
