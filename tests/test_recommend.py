@@ -264,3 +264,20 @@ def test_the_campaign_page_says_which_arm_won_where(tmp_path):
     assert line.split("|")[2].strip().startswith(expect)
     # an A/A experiment has no recommendation to show, and says why
     assert "[refused](" in text and "one k only" in text
+
+
+def test_a_concurrency_keeps_the_fixed_k_unless_the_gain_is_resolved():
+    conc, allowed = [1, 16], [3, 4, 5]
+    by = {(1, 3): 90.0, (1, 4): 95.0, (1, 5): 100.0, (16, 3): 110.0, (16, 4): 105.0,
+          (16, 5): 100.0}
+    sure = {"throughput": {key: [v * f for f in (0.98, 1.0, 1.02)] for key, v in by.items()}}
+    fixed, best = recommend_parts.choose(conc, allowed, by, sure)
+    assert fixed == 5 and [b["best_k"] for b in best] == [5, 3]
+    assert best[1]["resolved"] and best[1]["k"] == 3 and best[1]["interval"][0] > 0
+    # the same point estimates, but resamples in which k=3 sometimes loses: keep k=5
+    shaky = {"throughput": {key: list(vals) for key, vals in sure["throughput"].items()}}
+    shaky["throughput"][(16, 3)] = [90.0, 110.0, 130.0]
+    _, best = recommend_parts.choose(conc, allowed, by, shaky)
+    assert best[1]["best_k"] == 3 and not best[1]["resolved"] and best[1]["k"] == 5
+    assert recommend_parts.allowed_ks([{"k": 1}, {"k": 5}], 5) == [1, 2, 3, 4, 5]
+    assert recommend_parts.allowed_ks([{"k": 0}, {"k": 4}], 4) == [0, 4]

@@ -195,12 +195,12 @@ def resample_pairs(pairs: list[int], rng: np.random.Generator) -> list[int]:
 
 
 def bootstrap(rows, windows, n_tokens, conc, ks, seed: int = 0) -> dict:
-    """Predictions over pair resamples: {(c, k): [throughput...]}, {(c, k): [decode...]}."""
+    """Predictions over pair resamples: {(c, k): [throughput...]}, {(c, k): [decode...]}, the
+    i-th value of every list from the same resample."""
     rng = np.random.default_rng(seed)
     pairs = sorted({r["pair"] for r in rows})
     thr: dict = {(c, k): [] for c in conc for k in ks}
     dec: dict = {(c, k): [] for c in conc for k in ks}
-    best: dict = {c: [] for c in conc}
     for _ in range(RESAMPLES):
         picks = resample_pairs(pairs, rng)
         sub = [r for p in picks for r in rows if r["pair"] == p]
@@ -213,8 +213,7 @@ def bootstrap(rows, windows, n_tokens, conc, ks, seed: int = 0) -> dict:
             for k in ks:
                 thr[(c, k)].append(preds[k]["throughput"])
                 dec[(c, k)].append(preds[k]["decode_rate"])
-            best[c].append(kmodel.best_k({k: v["throughput"] for k, v in preds.items()}))
-    return {"throughput": thr, "decode_rate": dec, "best": best}
+    return {"throughput": thr, "decode_rate": dec}
 
 
 def build(plan: dict, root: Path) -> dict:

@@ -24,7 +24,10 @@ METHOD = ("Step time per (session, concurrency): the median over requests of the
           "arms. Throughput at c: eta(c) c N / (TTFT(c) + (N - 1) step / tokens per step), "
           "eta(c) the measured ratio of throughput to that closed-loop formula. Best k per "
           f"concurrency: the highest predicted throughput, ties within {kmodel.TIE_PCT:g} % to "
-          f"the smaller k. Intervals: {RESAMPLES} resamples of the boot pairs (with "
+          "the smaller k, among the k between the shortest and the longest horizon measured "
+          "(predictions beyond them are marked extrapolated); the schedule keeps the best fixed "
+          "k at a concurrency unless the best k's predicted gain over it has an interval above "
+          "zero. Intervals: {RESAMPLES} resamples of the boot pairs (with "
           "replacement), the whole chain refitted on each, percentile interval at "
           f"{CONFIDENCE:.0%}.")
 KNEE_METHOD = ("Throughput knee: a continuous two-segment line fitted to the arm's throughput "
@@ -46,12 +49,12 @@ def gmean(values: list[float]) -> float:
     return float(math.exp(np.mean(np.log(values))))
 
 
-def predictions(model, conc, ks, boot) -> list[dict]:
+def predictions(model, conc, ks, boot, allowed) -> list[dict]:
     out = []
     for c in conc:
         for k in ks:
             p = model.predict(c, k)
-            out.append({"concurrency": c, "k": k, **p,
+            out.append({"concurrency": c, "k": k, **p, "extrapolated": k not in allowed,
                         "throughput_interval": interval(boot["throughput"][(c, k)]),
                         "decode_rate_interval": interval(boot["decode_rate"][(c, k)])})
     return out
@@ -124,16 +127,45 @@ def verify_gains(conc, sched_k, fixed_k, model, boot) -> list[dict]:
     return out
 
 
+def allowed_ks(rows: list[dict], horizon: int) -> list[int]:
+    """The k a schedule may choose: those between the shortest and the longest horizon measured
+    (and 0 where speculation off was measured); predictions beyond them are extrapolations."""
+    spec = sorted({r["k"] for r in rows if r["k"] > 0})
+    return ([0] if any(r["k"] == 0 for r in rows) else []) + list(range(spec[0], horizon + 1))
+
+
+def choose(conc, allowed, by, boot) -> tuple[int, list[dict]]:
+    """The best fixed k (highest geometric-mean prediction over the concurrencies) and, per
+    concurrency, the best k; a concurrency keeps the fixed k unless the best one's predicted
+    gain over it has an interval above zero."""
+    fixed = max(allowed, key=lambda k: gmean([by[(c, k)] for c in conc]))
+    out = []
+    for c in conc:
+        best = kmodel.best_k({k: by[(c, k)] for k in allowed})
+        draws = len(boot["throughput"][(c, fixed)])
+        picks = [kmodel.best_k({k: boot["throughput"][(c, k)][i] for k in allowed})
+                 for i in range(draws)]
+        ratios = [100 * (y / x - 1) for x, y in zip(
+            boot["throughput"][(c, fixed)], boot["throughput"][(c, best)], strict=True)]
+        iv = interval(ratios)
+        resolved = best == fixed or bool(iv and iv[0] > 0)
+        out.append({"concurrency": c, "best_k": best,
+                    "share_of_resamples": float(np.mean([p == best for p in picks]))
+                    if picks else None,
+                    "gain_pct": 100 * (by[(c, best)] / by[(c, fixed)] - 1), "interval": iv,
+                    "resolved": resolved, "k": best if resolved else fixed})
+    return fixed, out
+
+
 def assemble(plan: dict, rows, windows, model, ks, boot) -> dict:
     conc = plan["instruments"]["sweep"]["concurrency"]
-    preds = predictions(model, conc, ks, boot)
+    allowed = allowed_ks(rows, model.horizon)
+    preds = predictions(model, conc, ks, boot, allowed)
     by = {(p["concurrency"], p["k"]): p["throughput"] for p in preds}
-    best = [kmodel.best_k({k: by[(c, k)] for k in ks}) for c in conc]
-    fixed = max(ks, key=lambda k: gmean([by[(c, k)] for c in conc]))
+    fixed, best = choose(conc, allowed, by, boot)
+    chosen = [b["k"] for b in best]
     max_seqs = max(int(a["args"].get("max-num-seqs", conc[-1])) for a in plan["arms"].values())
-    bands = kmodel.schedule(conc, best, max_seqs)
-    stability = [float(np.mean([b == k for b in boot["best"][c]])) if boot["best"][c] else None
-                 for c, k in zip(conc, best, strict=True)]
+    bands = kmodel.schedule(conc, chosen, max_seqs)
     fit = measured_fit(plan, rows, model)
     errors = [abs(f["error_pct"]) for f in fit]
     return {
@@ -154,19 +186,17 @@ def assemble(plan: dict, rows, windows, model, ks, boot) -> dict:
                        "observations": model.step.n,
                        "rms_rel_error_pct": 100 * model.step.rms_rel_error,
                        "max_rel_error_pct": 100 * model.step.max_rel_error},
-        "ks": ks, "concurrency": conc, "predictions": preds,
+        "ks": ks, "allowed_ks": allowed, "concurrency": conc, "predictions": preds,
         "measured": fit,
         "throughput_fit_error_pct": {"median_abs": float(np.median(errors)),
                                      "max_abs": float(max(errors))},
-        "best": [{"concurrency": c, "k": k, "share_of_resamples": s}
-                 for c, k, s in zip(conc, best, stability, strict=True)],
-        "schedule": bands, "best_fixed_k": fixed,
+        "best": best, "schedule": bands, "best_fixed_k": fixed,
         "speculative_config": {"num_speculative_tokens": max(b[2] for b in bands),
                                "num_speculative_tokens_per_batch_size": bands},
-        "crossover": crossover(conc, best, ks[0]),
+        "crossover": crossover(conc, chosen, allowed[0]),
         "knees": knees(plan, rows),
         "ceiling": ceiling(model, conc[0], ks),
-        "verify": verify_gains(conc, best, fixed, model, boot),
+        "verify": verify_gains(conc, chosen, fixed, model, boot),
     }
 
 

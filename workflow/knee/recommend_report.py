@@ -30,23 +30,26 @@ def refused_text(rec: dict) -> str:
 
 
 def schedule_lines(rec: dict) -> list[str]:
-    best = {b["concurrency"]: b for b in rec["best"]}
     preds = {(p["concurrency"], p["k"]): (i, p) for i, p in enumerate(rec["predictions"])}
     fixed = rec["best_fixed_k"]
-    out = ["| concurrency | best k | chosen in resamples | predicted throughput (tok/s) | "
-           "interval | at fixed k | gain over fixed k |",
-           "|---:|---:|---:|---:|---|---:|---:|"]
-    for j, v in enumerate(rec["verify"]):
-        c, k = v["concurrency"], v["k"]
+    out = [f"Among k = {', '.join(map(str, rec['allowed_ks']))} (the horizons measured and "
+           f"those between them); fixed k={fixed} is the best single k.", "",
+           "| concurrency | best k | chosen in resamples | predicted throughput (tok/s) | "
+           f"interval | at k={fixed} | gain over k={fixed} | schedule |",
+           "|---:|---:|---:|---:|---|---:|---|---:|"]
+    for j, b in enumerate(rec["best"]):
+        c, k = b["concurrency"], b["best_k"]
         i, p = preds[(c, k)]
-        _, pf = preds[(c, fixed)]
-        share = best[c]["share_of_resamples"]
+        share = b["share_of_resamples"]
+        gain = (f"{link(pctf(b['gain_pct']), f'best/{j}/gain_pct')} "
+                f"({interval_text(b['interval'], pct=True)})" if k != fixed else "–")
+        held = "" if b["resolved"] else " (gain not resolved)"
         out.append(
             f"| {c} | {k} | {'n/a' if share is None else f'{100 * share:.0f}%'} | "
             f"{link(fmt(p['throughput']), f'predictions/{i}/throughput')} | "
-            f"{interval_text(p['throughput_interval'])} | {fmt(pf['throughput'])} | "
-            f"{link(pctf(v['gain_pct']), f'verify/{j}/gain_pct')} "
-            f"({interval_text(v['interval'], pct=True)}) |")
+            f"{interval_text(p['throughput_interval'])} | "
+            f"{fmt(preds[(c, fixed)][1]['throughput'])} | {gain} | "
+            f"{link(str(b['k']), f'best/{j}/k')}{held} |")
     return out
 
 
