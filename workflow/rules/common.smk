@@ -93,6 +93,11 @@ def get_previous_stop(wildcards):
     return [f"{R}/receipts/{after}-stop.json"] if after else []
 
 
+# In one invocation of several experiments, an experiment's analysis jobs take the engine token
+# too: they never run beside another experiment's session, whose load generator they would
+# slow down. A single experiment's analysis waits for its sessions anyway.
+ANALYSIS_RESOURCES = {"knee_session": 1} if IN_MODULE else {}
+
 # Where a session job runs and with what allocation (Slurm: its sbatch request).
 SESSION_RESOURCES = PLAN["runtime"].get("session_resources", {})
 

@@ -12,6 +12,8 @@ rule compare:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     shell:
         "knee compare --plan {input.plan} --out-json {output.json} --record-invalid" " > {log} 2>&1"
 
@@ -37,6 +39,8 @@ rule bar:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     shell:
         "knee bar --plan {input.plan} --comparison {input.comparison}"
         " --out {output.json} --out-md {output.md} --out-html {output.html} > {log} 2>&1"

@@ -16,6 +16,8 @@ rule tables:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     shell:
         "knee tables --plan {input.plan} --comparison {input.comparison}"
         " --out-rows {output.rows} --out-requests {output.requests} > {log} 2>&1"
@@ -39,6 +41,8 @@ rule crate:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     params:
         results=get_output_dir,
     shell:
@@ -59,6 +63,8 @@ rule manifest:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     params:
         results=get_output_dir,
     shell:

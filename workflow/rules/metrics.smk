@@ -13,6 +13,8 @@ rule window_metrics:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     params:
         knee_threshold=config["analysis"]["knee_threshold"],
     shell:
@@ -33,5 +35,7 @@ rule acceptance:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     shell:
         "knee acceptance --out {output} {input.metrics} > {log} 2>&1"

@@ -11,6 +11,8 @@ checkpoint decide:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     shell:
         "knee decide --plan {input.plan} --pairs {wildcards.n} --out {output} > {log} 2>&1"
 
@@ -28,5 +30,7 @@ rule realized:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     shell:
         "knee realized --plan {input.plan} --out {output} {input.decisions} > {log} 2>&1"

@@ -21,6 +21,8 @@ rule figures_render:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     params:
         out_dir=get_output_dir,
     shell:
@@ -57,6 +59,8 @@ rule readme:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     shell:
         "knee readme --plan {input.plan} --comparison {input.comparison} --bar {input.bar}"
         " --acceptance {input.acceptance} --out {output} > {log} 2>&1"

@@ -25,6 +25,8 @@ rule recommend:
     localrule: True
     conda:
         "../../envs/workflow.yaml"
+    resources:
+        **ANALYSIS_RESOURCES,
     params:
         results=lambda wildcards, input: os.path.dirname(input.plan),
     shell:
