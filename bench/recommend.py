@@ -5,10 +5,12 @@
 The verification run is the experiment the recommendation wrote (`recommend/verify.yaml`),
 measured in its own boots through the workflow. Prints, per arm and sweep concurrency, the
 predicted throughput (with its interval over boot pairs), the measured one (geometric mean over
-the verification's pairs) and the error; then the median and max absolute error (target: median
-at most 10 %), and the wall time of `knee recommend` on the measured experiment (it boots nothing
-and reads derived files; target: seconds). The recommendation is recomputed into a temporary
-copy, so the published files are untouched.
+the verification's pairs) and the error, then the median and max absolute error (target: median
+at most 10 %); the candidate-against-control change, predicted and measured (it cancels the
+host's speed on the day, which the absolute prediction carries); and the wall time of
+`knee recommend` on the measured experiment (it boots nothing and reads derived files; target:
+seconds). The recommendation is recomputed into a temporary copy: the published files are
+untouched.
 """
 
 import argparse
@@ -69,6 +71,18 @@ def main() -> int:
     print(f"prediction error: median absolute {med:.1f} % (target <= {TARGET_PCT:g} %: "
           f"{'met' if med <= TARGET_PCT else 'NOT met'}), max {max(errors):.1f} %, "
           f"{inside} of {len(rows)} measured inside the predicted interval")
+    print("candidate against control, predicted and measured change (the host's speed on the "
+          "day cancels):")
+    changes = recommend_parts.predicted_changes(rec, plan, comparison)
+    for ch in changes:
+        iv = ch["measured_interval"]
+        shown = f"{iv[0]:+.1f} … {iv[1]:+.1f} %" if iv else "n/a"
+        print(f"  c={ch['concurrency']:>3} k {ch['control_k']} -> {ch['k']}: predicted "
+              f"{ch['predicted_pct']:+6.1f} %, measured {ch['measured_pct']:+6.1f} % ({shown}), "
+              f"difference {ch['difference_pct']:+6.1f} points")
+    if changes:
+        print(f"change: median absolute difference "
+              f"{statistics.median(abs(c['difference_pct']) for c in changes):.1f} points")
     print(f"knee recommend on {args.measured.name}: {timed_recommend(args.measured):.1f} s")
     return 0
 

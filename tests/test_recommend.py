@@ -281,3 +281,16 @@ def test_a_concurrency_keeps_the_fixed_k_unless_the_gain_is_resolved():
     assert best[1]["best_k"] == 3 and not best[1]["resolved"] and best[1]["k"] == 5
     assert recommend_parts.allowed_ks([{"k": 1}, {"k": 5}], 5) == [1, 2, 3, 4, 5]
     assert recommend_parts.allowed_ks([{"k": 0}, {"k": 4}], 4) == [0, 4]
+
+
+def test_the_audit_holds_a_verification_to_its_registered_prediction(tmp_path):
+    rec = tmp_path / "recommendation.json"
+    rec.write_text('{"schema": "knee/recommendation"}\n')
+    plan = {"prediction": {"file": str(rec),
+                           "sha256": hashlib.sha256(rec.read_bytes()).hexdigest()}}
+    assert audit.check_prediction(plan) == []
+    rec.write_text('{"schema": "knee/recommendation", "best_fixed_k": 3}\n')
+    assert "the prediction changed after the run" in audit.check_prediction(plan)[0]
+    rec.unlink()
+    assert "is missing" in audit.check_prediction(plan)[0]
+    assert audit.check_prediction({}) == []

@@ -184,18 +184,35 @@ def check_readme(root: Path, text: str) -> list[str]:
     return problems
 
 
+def check_prediction(plan: dict) -> list[str]:
+    """A verification run's registered prediction is still the file it was run against."""
+    ref = plan.get("prediction")
+    if not ref:
+        return []
+    path = Path(ref["file"])
+    if not path.is_file():
+        return [f"plan.json#/prediction: {ref['file']} is missing (the verification cannot be "
+                "shown against its prediction)"]
+    if sha256_file(path) != ref["sha256"]:
+        return [f"plan.json#/prediction: {ref['file']} has sha256 {sha256_file(path)[:12]}, "
+                f"the run registered {ref['sha256'][:12]}: the prediction changed after the "
+                "run"]
+    return []
+
+
 def check_recommendation(root: Path, plan: dict) -> list[str]:
     """recommend/: the recommendation recomputed from the raw files, and its README and
     verify.yaml rendered again, equal to what is published."""
     from knee import recommend_out, recommend_report
 
+    problems = check_prediction(plan)
     folder = recommend_out.folder(root)
     if not folder.is_dir():
-        return []
+        return problems
     fresh = recommend_out.make(plan, root)
     stored = jsonio.read(folder / "recommendation.json", "recommendation")
-    problems = [f"recommend/recommendation.json#{p}: differs from the recomputation"
-                for p in diff({k: stored.get(k) for k in fresh}, fresh)]
+    problems += [f"recommend/recommendation.json#{p}: differs from the recomputation"
+                 for p in diff({k: stored.get(k) for k in fresh}, fresh)]
     texts = {"README.md": recommend_report.readme(stored, plan),
              "verify.yaml": recommend_out.verify_text(stored, plan,
                                                       recommend_out.config_of(root))}

@@ -139,10 +139,13 @@ def predicted(plan: dict, comparison: dict, root: Path) -> dict | None:
     if "prediction" not in plan:
         return None
     file = plan["prediction"]["file"]
-    rows = recommend_parts.predicted_vs_measured(jsonio.read(Path(file), "recommendation"), plan,
-                                               comparison)
+    rec = jsonio.read(Path(file), "recommendation")
+    rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
     errors = [abs(r["error_pct"]) for r in rows] or [None]
-    return {"file": file, "link": os.path.relpath(file, root), "rows": rows,
+    changes = recommend_parts.predicted_changes(rec, plan, comparison)
+    return {"file": file, "link": os.path.relpath(file, root), "rows": rows, "changes": changes,
+            "change_median_abs": float(np.median([abs(c["difference_pct"]) for c in changes]))
+            if changes else None,
             "median_abs": float(np.median(errors)) if rows else None,
             "max_abs": max(errors) if rows else None}
 

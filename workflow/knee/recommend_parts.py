@@ -224,3 +224,30 @@ def predicted_vs_measured(rec: dict, plan: dict, comparison: dict) -> list[dict]
                         "interval": pred["throughput_interval"], "measured": measured,
                         "error_pct": 100 * (pred["throughput"] / measured - 1)})
     return out
+
+
+def predicted_changes(rec: dict, plan: dict, comparison: dict) -> list[dict]:
+    """A verification run's candidate-against-control throughput change per concurrency: the
+    change the recommendation predicted (its interval over the measured run's pair resamples)
+    against the change measured across the verification's pairs (its interval over them). A
+    change between arms of one run cancels the host's speed on the day, which the absolute
+    prediction carries."""
+    by = {(p["concurrency"], p["k"]): p["throughput"] for p in rec["predictions"]}
+    gains = {(v["concurrency"], v["k"], v["control_k"]): v for v in rec["verify"]}
+    conc = plan["instruments"]["sweep"]["concurrency"]
+    ks = {arm: kmodel.session_k(plan, arm, conc) for arm in ("control", "candidate")}
+    out = []
+    for i, c in enumerate(conc):
+        kc, kx = ks["control"][i], ks["candidate"][i]
+        row = next((r for r in comparison["rows"] if r["instrument"] == "sweep"
+                    and r["metric"] == "throughput" and r["point"] == c
+                    and r["pair"] == "all"), None)
+        if row is None or (c, kc) not in by or (c, kx) not in by:
+            continue
+        gain = gains.get((c, kx, kc))
+        out.append({"concurrency": c, "control_k": kc, "k": kx,
+                    "predicted_pct": 100 * (by[(c, kx)] / by[(c, kc)] - 1),
+                    "predicted_interval": gain["interval"] if gain else None,
+                    "measured_pct": row["delta_pct"], "measured_interval": row["interval"],
+                    "difference_pct": row["delta_pct"] - 100 * (by[(c, kx)] / by[(c, kc)] - 1)})
+    return out
