@@ -6,8 +6,9 @@ What it measures, per session and sweep concurrency c: the step time (median ove
 the chunk span / (chunks - 1): one stream chunk per engine step), the tokens per step ((output
 tokens - 1) / (chunks - 1)), TTFT and throughput. From these and the acceptance counters:
 - a_i, per-position acceptance, pooled over the windows (probe and sweep) of the sessions that
-  ran the longest horizon K; tokens per step at k <= K at c scale the measured excess over one
-  token by sum(a_1..a_k) / sum(a_1..a_K);
+  ran the longest horizon K at every batch size; tokens per step at k <= K at c scale the
+  measured excess over one token by sum(a_1..a_k) / sum(a_1..a_K), corrected by gamma(k) where
+  a second, shorter horizon was measured (Model.draft_availability);
 - step(c, k) = b0 + b1 c + b2 k + b3 c k fitted to every session's step times (both arms: the
   terms separate only where the measured k differ);
 - per-user decode rate = tokens per step / step time; throughput at c = eta(c) c N / (TTFT(c) +

@@ -1,6 +1,6 @@
 """What `knee recommend` writes under results/X/recommend/: recommendation.json, README.md,
-verify.yaml (the paired run that checks the prediction) and recommend.png/.svg; and the
-predicted-against-measured table of a verification run (its README and bench/recommend.py)."""
+verify.yaml (the paired run that checks the prediction: an experiment whose `prediction:` names
+the recommendation) and recommend.png/.svg."""
 
 from __future__ import annotations
 
