@@ -18,6 +18,7 @@ from knee.folder import (
     instrument_names,
     judge_bar,
     load_sessions,
+    prediction_path,
     realized_pairs,
     realized_path,
     realized_sessions,
@@ -184,12 +185,12 @@ def check_readme(root: Path, text: str) -> list[str]:
     return problems
 
 
-def check_prediction(plan: dict) -> list[str]:
+def check_prediction(plan: dict, root: Path | None = None) -> list[str]:
     """A verification run's registered prediction is still the file it was run against."""
     ref = plan.get("prediction")
     if not ref:
         return []
-    path = Path(ref["file"])
+    path = prediction_path(plan, root) if root else Path(ref["file"])
     if not path.is_file():
         return [f"plan.json#/prediction: {ref['file']} is missing (the verification cannot be "
                 "shown against its prediction)"]
@@ -205,7 +206,7 @@ def check_recommendation(root: Path, plan: dict) -> list[str]:
     verify.yaml rendered again, equal to what is published."""
     from knee import recommend_out, recommend_report
 
-    problems = check_prediction(plan)
+    problems = check_prediction(plan, root)
     folder = recommend_out.folder(root)
     if not folder.is_dir():
         return problems

@@ -50,11 +50,14 @@ STEPS = {  # analysis step: (what it did, the files it read, the files it wrote)
 
 
 def copy_inputs(root: Path, snakefile: Path, config_path: Path, plan: dict) -> list[Path]:
-    """The Snakefile, the experiment's config and its prompt files, copied under workflow/."""
+    """The Snakefile, the experiment's config, its prompt files and (a verification run) the
+    recommendation it checks, copied under workflow/."""
     out = Path(root) / "workflow"
     copies = [(snakefile, out / "Snakefile"), (config_path, out / "config.yaml")]
     copies += [(p, out / "prompts" / p.parent.name / p.name)
                for p in prompts.fixture_files(plan["instruments"])]
+    if "prediction" in plan:  # a verification run carries the recommendation it checks
+        copies.append((Path(plan["prediction"]["file"]), out / "recommendation.json"))
     for src, dst in copies:
         dst.parent.mkdir(parents=True, exist_ok=True)
         jsonio.atomic_write_text(dst, Path(src).read_bytes())

@@ -77,6 +77,14 @@ def load_sessions(plan: dict, root: Path, pairs: int | None = None) -> dict:
     return out
 
 
+def prediction_path(plan: dict, root: Path) -> Path:
+    """A verification run's registered prediction: the copy the results folder carries
+    (workflow/recommendation.json, written with the crate), else the file the plan names (the
+    path from the checkout's top, as the workflow reads it before the crate exists)."""
+    copy = Path(root) / "workflow" / "recommendation.json"
+    return copy if copy.is_file() else Path(plan["prediction"]["file"])
+
+
 def recommendation_of(root: Path) -> dict | None:
     """recommend/recommendation.json, if the folder has one."""
     path = Path(root) / "recommend" / "recommendation.json"

@@ -11,6 +11,7 @@ import numpy as np
 from knee import inference, instruments, jsonio, recommend_parts, stopping
 from knee.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.config import order_name
+from knee.folder import prediction_path
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -139,11 +140,13 @@ def predicted(plan: dict, comparison: dict, root: Path) -> dict | None:
     if "prediction" not in plan:
         return None
     file = plan["prediction"]["file"]
-    rec = jsonio.read(Path(file), "recommendation")
+    rec = jsonio.read(prediction_path(plan, root), "recommendation")
     rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
     errors = [abs(r["error_pct"]) for r in rows] or [None]
     changes = recommend_parts.predicted_changes(rec, plan, comparison)
-    return {"file": file, "link": os.path.relpath(file, root), "rows": rows, "changes": changes,
+    # linked as the published folders lie side by side (results/NAME), wherever this one is
+    return {"file": file, "link": os.path.relpath(file, f"results/{plan['name']}"), "rows": rows,
+            "changes": changes,
             "change_median_abs": float(np.median([abs(c["difference_pct"]) for c in changes]))
             if changes else None,
             "median_abs": float(np.median(errors)) if rows else None,

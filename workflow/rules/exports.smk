@@ -32,6 +32,7 @@ rule crate:
         snakefile=f"{workflow.basedir}/Snakefile",
         config=CONFIG_SOURCE,
         prompts=PROMPT_FILES,
+        prediction=get_prediction,
         code=get_code("crate"),
     output:
         metadata=f"{R}/ro-crate-metadata.json",
