@@ -17,6 +17,9 @@ Conditions (each changes one thing against baseline):
             libiomp5.so), which vLLM's CPU worker asks for with speculative decoding
   threads1  one OpenMP thread in the engine (OMP_NUM_THREADS=1)
   passive   OpenMP threads that sleep when idle instead of spinning (OMP_WAIT_POLICY=PASSIVE)
+  uni       the model runs inside the engine-core process (VLLM_ENABLE_V1_MULTIPROCESSING=0)
+            instead of a worker process of its own: no shared-memory queue between them whose
+            readers busy-wait, yielding, for a second after every read, on the engine's CPU
 
 Results go to results/noise-<condition>/ and are removed afterwards unless --keep.
 """
@@ -38,6 +41,7 @@ CONDITIONS = {
     "iomp": {"LD_PRELOAD": "resources/engine-venv/lib/libiomp5.so"},
     "threads1": {"OMP_NUM_THREADS": "1"},
     "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
+    "uni": {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
 }
 
 
@@ -59,10 +63,12 @@ def host_line(raw: dict) -> str:
     pressure = host.get("cpu_pressure")
     foreign = host.get("client_cpus_foreign_busy")
     steal = max((c["steal"] for c in host.get("cpus", {}).values()), default=0.0)
-    speed = "/".join(f"{v:.0f}" for v in (host.get("cpu_speed_before") or {}).values())
+    speed = "/".join(f"{v['median']:.1f}" for v in (host.get("cpu_speed_during") or {}).values())
     return (f"pressure {pressure if pressure is not None else float('nan'):.2f}, foreign "
             f"{foreign if foreign is not None else float('nan'):.2f}, steal {steal:.3f}"
-            + (f", CPU speed {speed} M additions/s" if speed else ""))
+            + (f", CPU speed during the window {speed} M additions/s" if speed else "")
+            + "".join(f", {p['name']} {p['cpu_share']:.2f} CPU"
+                      for p in host.get("engine_processes") or []))
 
 
 def report(root: Path, rules: list[dict]) -> float | None:
@@ -77,7 +83,7 @@ def report(root: Path, rules: list[dict]) -> float | None:
             figures.append(f"{r['name']} {value:.1f}")
         print(f"  {b['boot']['session']}: {', '.join(figures)}; boot "
               f"{b['boot']['boot_seconds']:.0f} s; sweep {host_line(b['raw']['sweep'])}")
-    speed_vs_figures(boots, rules)
+    speed_vs_figures(root, plan)
     result = aa.calibrate([root], rules, 0.05)
     spread = result["boot_spread_pct"]
     for name, value in spread["per_rule"].items():
@@ -87,23 +93,20 @@ def report(root: Path, rules: list[dict]) -> float | None:
     return spread["median"]
 
 
-def speed_vs_figures(boots: list[dict], rules: list[dict]) -> None:
-    """Does the engine's speed follow the host's? The correlation over boots between each bar
-    figure and the engine CPU's speed on a fixed piece of work right before that window."""
-    from knee.compare import arm_figures
+def speed_vs_figures(root: Path, plan: dict) -> None:
+    """Does the engine's speed follow the host's? How far the engine CPU's speed moved between
+    the windows, and the correlation over boots between it and each bar figure."""
+    from knee import compare, folder
 
-    for r in rules:
-        pairs = []
-        for b in boots:
-            raw = b["raw"][r["instrument"]]
-            speed = (raw.get("host") or {}).get("cpu_speed_before") or {}
-            value = arm_figures(raw).get(r["point"], {}).get(r["metric"])
-            if speed and value:
-                pairs.append((speed[sorted(speed)[0]], value))
-        if len(pairs) > 2 and len({x for x, _ in pairs}) > 1:
-            corr = statistics.correlation([x for x, _ in pairs], [y for _, y in pairs])
-            print(f"  {r['name']}: correlation with the engine CPU's speed over "
-                  f"{len(pairs)} boots: {corr:+.2f}")
+    speed = compare.host_speed(plan, folder.load_sessions(plan, root))
+    if not speed:
+        return
+    lo, hi = speed["range"]
+    print(f"  the engine CPU ran at {lo:.1f}-{hi:.1f} M additions/s during the windows "
+          f"(spread {speed['spread_pct']:.0f} %)")
+    for r in speed["rules"]:
+        print(f"  {r['rule']}: correlation with the engine CPU's speed over {r['boots']} "
+              f"boots: {r['correlation']:+.2f}")
 
 
 def main() -> int:

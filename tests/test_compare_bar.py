@@ -129,3 +129,26 @@ def test_bar_changed_and_invalid_comparison():
     missing = bar.judge({"experiment": "t", "verdict": "VALID", "rows": rows_of([30.0])},
                         {"alpha": 0.05, "rules": [GAIN]}, 2, "h", {"h"})
     assert missing["verdict"] == "INVALID" and "pair 2" in missing["rules"][0]["reason"]
+
+
+def test_the_engine_cpus_speed_during_each_window_and_the_figures_that_follow_it():
+    plan = {**PLAN, "runtime": {"engine_cpus": [0]}, "bar": {"rules": [
+        {"name": "C8 throughput", "instrument": "sweep", "point": 8, "metric": "throughput"}]}}
+    sessions = {}
+    for pair, (c_speed, d_speed) in enumerate([(20.0, 22.0), (16.0, 14.0)], start=1):
+        for arm, server, speed, scale in (("control", CONTROL, c_speed, 1.0),
+                                          ("candidate", CANDIDATE, d_speed, 0.5)):
+            # a slower CPU, a longer window: throughput at C8 proportional to the speed
+            s = session(server, walls=(1.0, scale * 40.0 / speed))
+            s["raw"]["sweep"]["host"] = {"cpu_speed_during": {
+                "cpu0": {"median": speed, "p10": speed, "p90": speed, "samples": 9},
+                "cpu1": {"median": 99.0, "p10": 99.0, "p90": 99.0, "samples": 9}}}
+            sessions[(pair, arm)] = s
+    speed = compare.compare(plan, sessions)["host_speed"]
+    assert speed["range"] == [14.0, 22.0] and speed["spread_pct"] == round(800 / 18, 1)
+    assert [w["speed"] for w in speed["windows"]] == [22.0, 20.0, 14.0, 16.0]  # cpu1 is not it
+    # the candidate is twice as fast at every speed: only the speed is left to correlate with
+    assert speed["rules"] == [{"rule": "C8 throughput", "boots": 4, "correlation": 1.0}]
+    for s in sessions.values():
+        del s["raw"]["sweep"]["host"]
+    assert "host_speed" not in compare.compare(plan, sessions)  # an older run: nothing to say

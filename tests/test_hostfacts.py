@@ -49,11 +49,67 @@ def test_busy_host_windows_are_flagged_in_the_comparison():
                      "during the window"]
 
 
-def test_cpu_speed_is_measured_per_cpu_and_leaves_the_affinity_as_it_was():
+def test_cpu_speed_is_sampled_per_cpu_and_leaves_the_affinity_as_it_was():
     import os
 
+    from knee import hostspeed
+
     home = os.sched_getaffinity(0)
-    speed = hostfacts.cpu_speed(sorted(home))
+    speed = hostspeed.sample(sorted(home))
     assert set(speed) == {f"cpu{c}" for c in home} and all(v > 0 for v in speed.values())
     assert os.sched_getaffinity(0) == home
-    assert hostfacts.cpu_speed(None) == {}
+
+
+def test_speed_summary_keeps_only_the_window_and_reads_the_sampler_lines():
+    from knee import hostspeed
+
+    samples = hostspeed.parse("9.9 cpu0 99.0\n10.0 cpu0 10.0\n10.25 cpu1 30.0\n10.5 cpu0 20.0\n"
+                              "10.75 cpu0 30.0\n11.5 cpu0 1.0\npartial")
+    assert len(samples) == 6  # the cut-off last line is left out
+    s = hostspeed.summary(samples, 10.0, 11.0)
+    assert s["cpu0"]["median"] == 20.0 and s["cpu0"]["samples"] == 3
+    assert s["cpu0"]["p10"] < 20.0 < s["cpu0"]["p90"] <= 30.0 + 1e-9
+    assert s["cpu1"] == {"median": 30.0, "p10": 30.0, "p90": 30.0, "samples": 1}
+
+
+def test_the_sampler_samples_while_the_block_runs_and_stops_after_it():
+    import time
+
+    from knee import hostspeed
+
+    with hostspeed.Sampler([0], interval=0.05) as sampler:
+        t0 = time.monotonic()
+        time.sleep(0.6)
+        t1 = time.monotonic()
+    assert sampler.proc.poll() is not None
+    during = sampler.during(t0, t1)["cpu0"]
+    assert during["samples"] >= 5 and during["median"] > 0
+    assert all(t <= time.monotonic() for t, _, _ in sampler.samples)
+
+
+def test_the_engine_processes_cpu_share_over_a_window(tmp_path):
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def proc(name, pids):
+        for pid, (comm, pgrp, ticks, threads) in pids.items():
+            d = tmp_path / name / str(pid)
+            d.mkdir(parents=True)
+            # pid (comm) state ppid pgrp ... utime(14) stime(15) ... num_threads(20)
+            fields = ["S", "1", str(pgrp)] + ["0"] * 8 + [str(ticks), "0"] + ["0"] * 4
+            fields += [str(threads)] + ["0"] * 20
+            (d / "stat").write_text(f"{pid} ({comm}) {' '.join(fields)}\n")
+        return tmp_path / name
+
+    before = hostfacts.group_cpu(100, proc("a", {100: ("python3", 100, 0, 4),
+                                                 101: ("VLLM::Engine Core", 100, tick, 9),
+                                                 200: ("other", 200, 0, 1)}))
+    after = hostfacts.group_cpu(100, proc("b", {100: ("python3", 100, tick // 2, 4),
+                                                101: ("VLLM::Engine Core", 100, 3 * tick, 9),
+                                                200: ("other", 200, 50 * tick, 1)}))
+    assert set(after) == {"100", "101"}  # another process group is not the engine's
+    w = hostfacts.group_window(before, after, 2.0)
+    assert w == [{"pid": 100, "name": "python3", "threads": 4, "cpu_share": 0.25},
+                 {"pid": 101, "name": "VLLM::Engine Core", "threads": 9, "cpu_share": 1.0}]
+    assert hostfacts.group_cpu(None) == {}

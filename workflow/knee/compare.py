@@ -6,6 +6,8 @@ engine version matches, and the resolved servers differ only in the declared var
 
 from __future__ import annotations
 
+import statistics
+
 from knee import depthcurve, inference, instruments, noise
 from knee.arms import differences, in_variable, shown_variable
 from knee.stats import decode_rate, mean, pct, point_summary
@@ -194,6 +196,51 @@ def host_flags(sessions: dict[tuple[int, str], dict]) -> list[str]:
     return out
 
 
+def host_speed(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None:
+    """How fast the engine's CPUs ran during each window (the median of the samples taken
+    while it ran, knee.hostspeed), their spread, and per bar rule the correlation over boots
+    between that speed and the rule's figure, each arm's figures taken relative to the arm's
+    mean. None where no window was sampled (an older run, or no engine CPUs configured)."""
+    cpus = [f"cpu{c}" for c in plan.get("runtime", {}).get("engine_cpus") or []]
+    speeds = {}
+    for (pair, arm), s in sorted(sessions.items()):
+        for inst, raw in sorted(s["raw"].items()):
+            during = (raw.get("host") or {}).get("cpu_speed_during") or {}
+            values = [during[c]["median"] for c in cpus if c in during]
+            if values:
+                speeds[(pair, arm, inst)] = mean(values)
+    if not speeds:
+        return None
+    follows = [f for rule in plan.get("bar", {}).get("rules", [])
+               if (f := follows_speed(rule, sessions, speeds))]
+    return {"cpus": cpus, "method": noise.SPEED_METHOD,
+            "windows": [{"session": f"{p}-{a}", "instrument": i, "speed": round(v, 2)}
+                        for (p, a, i), v in speeds.items()],
+            "range": [min(speeds.values()), max(speeds.values())],
+            "spread_pct": round(noise.spread_pct(list(speeds.values())) or 0.0, 1),
+            "rules": follows}
+
+
+def follows_speed(rule: dict, sessions: dict, speeds: dict) -> dict | None:
+    """The correlation over boots between the engine CPU's speed in the rule's window and the
+    rule's figure relative to its arm's mean (so the arms' difference does not count)."""
+    xs, ys = [], []
+    for arm in ("control", "candidate"):
+        got = []
+        for (pair, a), s in sorted(sessions.items()):
+            raw, key = s["raw"].get(rule["instrument"]), (pair, a, rule["instrument"])
+            if a == arm and raw and key in speeds:
+                figure = arm_figures(raw).get(rule["point"], {}).get(rule["metric"])
+                if figure:
+                    got.append((speeds[key], figure))
+        xs += [x for x, _ in got]
+        ys += [y / mean([v for _, v in got]) for _, y in got]
+    if len(xs) < 4 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    return {"rule": rule["name"], "boots": len(xs),
+            "correlation": round(statistics.correlation(xs, ys), 3)}
+
+
 def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
     """sessions[(pair, arm)] = {"boot": ..., "raw": {...}}. Returns the comparison payload."""
     checked, bad = [], []
@@ -220,4 +267,5 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
             "variable": plan["variable"], "fields_checked": checked, "mismatches": bad,
             "rows": rows, "fixture_classes": classes, "depth_curves": curves,
             "interval_method": inference.METHOD, "noise_method": NOISE_METHOD,
-            "host_flags": host_flags(sessions)}
+            "host_flags": host_flags(sessions),
+            **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {})}

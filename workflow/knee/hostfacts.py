@@ -4,10 +4,9 @@ Per CPU: the share of the window it spent busy, stolen by the hypervisor (steal)
 on I/O; the load average before and after; the clock frequency where the kernel exposes it;
 the CPU pressure (the share of the window in which some runnable task waited for a CPU); and
 how busy the load generator's CPUs were with work that was not the load generator's own (a
-test suite or a build beside a measurement shows up there); and, where the clock frequency is
-not readable (a virtual machine), the speed of each CPU right before the window, measured by a
-fixed piece of work (a slower host shows up there whatever the reason). Where /proc is not
-readable (not Linux) the window records that it could not tell.
+test suite or a build beside a measurement shows up there). How fast each CPU ran during the
+window is sampled by knee.hostspeed. Where /proc is not readable (not Linux) the window
+records that it could not tell.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ import os
 import resource
 import time
 from pathlib import Path
-
-SPEED_WORK = 200_000  # additions timed per CPU: a few milliseconds
 
 PROC = Path("/proc")
 SYS_CPU = Path("/sys/devices/system/cpu")
@@ -45,31 +42,6 @@ def frequencies_mhz(sys_cpu: Path = SYS_CPU) -> dict[str, float]:
     return out
 
 
-def cpu_speed(cpus: list[int] | None) -> dict[str, float]:
-    """Million additions per second on each CPU (best of three), the calling process moved
-    onto it and back. Run between windows, when the engine is idle."""
-    if not cpus or not hasattr(os, "sched_setaffinity"):
-        return {}
-    home = os.sched_getaffinity(0)
-    out = {}
-    try:
-        for cpu in cpus:
-            os.sched_setaffinity(0, {cpu})
-            best = min(_timed_sum() for _ in range(3))
-            out[f"cpu{cpu}"] = round(SPEED_WORK / best / 1e6, 2)
-    finally:
-        os.sched_setaffinity(0, home)
-    return out
-
-
-def _timed_sum() -> float:
-    t0 = time.perf_counter()
-    total = 0
-    for i in range(SPEED_WORK):
-        total += i
-    return time.perf_counter() - t0
-
-
 def pressure_us(proc: Path = PROC) -> int | None:
     """Total microseconds some runnable task waited for a CPU (PSI), if the kernel tells."""
     try:
@@ -79,6 +51,35 @@ def pressure_us(proc: Path = PROC) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def group_cpu(pgid: int | None, proc: Path = PROC) -> dict[str, dict]:
+    """CPU seconds and thread count of every process in one process group (the engine's)."""
+    if pgid is None:
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:]
+        f = rest.split()
+        if int(f[2]) == pgid:
+            out[stat.parent.name] = {"name": comm, "cpu_s": (int(f[11]) + int(f[12])) / tick,
+                                     "threads": int(f[17])}
+    return out
+
+
+def group_window(before: dict, after: dict, wall_s: float) -> list[dict]:
+    """Per engine process alive at the end of the window: its share of one CPU over it."""
+    out = []
+    for pid, end in sorted(after.items(), key=lambda kv: int(kv[0])):
+        used = end["cpu_s"] - before.get(pid, {}).get("cpu_s", 0.0)
+        out.append({"pid": int(pid), "name": end["name"], "threads": end["threads"],
+                    "cpu_share": round(used / wall_s, 4) if wall_s > 0 else None})
+    return out
 
 
 def snapshot(proc: Path = PROC, sys_cpu: Path = SYS_CPU) -> dict | None:

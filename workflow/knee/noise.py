@@ -24,6 +24,12 @@ PER_REQUEST = {"decode_rate_p50": (decode_rate, np.median), "ttft_p50": (ttft, n
                "throughput": (request_rate, np.mean)}
 
 
+SPEED_METHOD = ("the engine CPU's speed during a window is the median of samples taken every "
+                "0.25 s while it ran: a fixed piece of work (20000 additions) on that CPU, timed "
+                "by the CPU time it took, in million additions per second; a rule follows it "
+                "when its figure, relative to its arm's mean, correlates with it over the boots")
+
+
 def spread_pct(values: list[float | None]) -> float | None:
     """(max - min) / mean, in percent; None with fewer than two values."""
     vals = [v for v in values if v is not None]

@@ -106,8 +106,20 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
                        f"range of the control boots ({fmt(c['control_range'][0])}–"
                        f"{fmt(c['control_range'][1])}){over}.")
     out += [f"{flag}." for flag in comparison.get("host_flags", [])]
+    out += [speed_caveat(comparison["host_speed"])] if comparison.get("host_speed") else []
     out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
     return out
+
+
+def speed_caveat(speed: dict) -> str:
+    lo, hi = speed["range"]
+    follows = ", ".join(f"{r['rule']} {r['correlation']:+.2f}" for r in speed["rules"])
+    return (f"The engine's CPU ran at {lo:.1f}–{hi:.1f} M additions/s during the windows "
+            f"(spread {speed['spread_pct']:.0f} %; a fixed piece of work timed while each window "
+            "ran, [comparison.json](comparison/comparison.json#/host_speed))"
+            + (f"; correlation over the boots between that speed and each bar figure: {follows}"
+               " (near +1: the figure moves with the host's speed, not the server's)"
+               if follows else "") + ".")
 
 
 def protocol_words(plan: dict, bar: dict) -> str:

@@ -20,7 +20,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from knee import cache, hostfacts, instruments, jsonio, places, progress, receipts, secrets
+from knee import (
+    cache,
+    hostfacts,
+    hostspeed,
+    instruments,
+    jsonio,
+    places,
+    progress,
+    receipts,
+    secrets,
+)
 from knee.arms import server_argv
 from knee.errors import KneeError
 from knee.folder import instrument_names
@@ -297,14 +307,18 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     spec, shared = instruments.get(name), plan["instruments"]
     target = Target(engine, model, shared["seed"], shared["request_timeout_s"],
                     spec.api or shared["api"], sid)
-    speed = hostfacts.cpu_speed(sorted(os.sched_getaffinity(0) | set(engine_cpus or [])))
     before = endpoint.scrape(engine.metrics_url)
-    host_before = hostfacts.snapshot()
-    started = time.monotonic()
-    result = spec.run(target, plan["instruments"][name])
-    took = time.monotonic() - started
-    host = {**hostfacts.window(host_before, hostfacts.snapshot(), client_cpus),
-            "cpu_speed_before": speed}
+    pgid = engine.proc.pid if getattr(engine, "proc", None) else None
+    with hostspeed.Sampler(sorted(os.sched_getaffinity(0) | set(engine_cpus or []))) as speed:
+        host_before, group_before = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
+        started = time.monotonic()
+        result = spec.run(target, plan["instruments"][name])
+        ended = time.monotonic()
+        host_after, group_after = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
+    took = ended - started
+    host = {**hostfacts.window(host_before, host_after, client_cpus),
+            "cpu_speed_during": speed.during(started, ended),
+            "engine_processes": hostfacts.group_window(group_before, group_after, took)}
     after = endpoint.scrape(engine.metrics_url)
     engine.check_alive(f"{name} window")
     jsonio.atomic_write_text(out / f"{name}.prom.before", before)
