@@ -40,13 +40,13 @@ def test_bad_config_fails_in_seconds_naming_the_key(tmp_path, default_config):
     assert not (ROOT / "results" / default_config["name"]).exists()  # nothing booted or written
 
 
-@pytest.mark.engine
 def canary_files(canary: str, roots: list[Path]) -> list[str]:
     r = subprocess.run(["grep", "-rlaF", canary, *map(str, roots)], capture_output=True,
                        text=True)
     return r.stdout.split()
 
 
+@pytest.mark.engine
 def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, engine_python):
     """The whole chain, with a secret passed by reference (a canary): the engine gets it from
     knee's environment and no file, log, Snakemake record or terminal line holds it."""
@@ -80,6 +80,16 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     raw = root / "raw" / "1-control" / "sweep.json"
     assert not os.access(raw, os.W_OK) or os.geteuid() == 0  # protected (root may still write)
     assert (raw.stat().st_mode & 0o222) == 0
+    # how fast the engine's CPU ran while the window ran, and what the engine's processes took
+    host = jsonio.read(raw, "raw")["host"]
+    engine_cpu = f"cpu{default_config['runtime']['engine_cpus'][0]}"
+    assert host["cpu_speed_during"][engine_cpu]["samples"] >= 4
+    assert host["cpu_speed_during"][engine_cpu]["median"] > 0
+    assert sum(p["cpu_share"] for p in host["engine_processes"]) > 0.5  # the engine was busy
+    assert any(p["name"].startswith("VLLM::") for p in host["engine_processes"])
+    speed = comparison["host_speed"]
+    assert speed["cpus"] == [engine_cpu] and len(speed["windows"]) >= 4
+    assert "The engine's CPU ran at" in readme
     depth_raw = jsonio.read(root / "raw" / "1-control" / "depth.json", "raw")
     assert [p["prefix_cache"]["hits"] for p in depth_raw["points"]] == [0, 0]
     assert [p["records"][0]["prompt_tokens"] for p in depth_raw["points"]] == [64, 512]
