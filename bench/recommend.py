@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from knee import jsonio, recommend_parts  # noqa: E402
+from knee import compare, jsonio, recommend_parts  # noqa: E402
 
 TARGET_PCT = 10.0
 
@@ -71,6 +71,12 @@ def main() -> int:
     print(f"prediction error: median absolute {med:.1f} % (target <= {TARGET_PCT:g} %: "
           f"{'met' if med <= TARGET_PCT else 'NOT met'}), max {max(errors):.1f} %, "
           f"{inside} of {len(rows)} measured inside the predicted interval")
+    here = compare.instrument_speed(comparison.get("host_speed"), "sweep")
+    then = rec.get("sweep_cpu_speed")
+    print("the engine CPU's speed over the sweep windows (M additions/s): "
+          + (f"measured run {then:.1f}, verification {here:.1f} "
+             f"({100 * (here - then) / then:+.1f} %)" if here and then
+             else "not sampled in both runs (one predates the sampler)"))
     print("candidate against control, predicted and measured change (the host's speed on the "
           "day cancels):")
     changes = recommend_parts.predicted_changes(rec, plan, comparison)

@@ -294,3 +294,35 @@ def test_the_audit_holds_a_verification_to_its_registered_prediction(tmp_path):
     rec.unlink()
     assert "is missing" in audit.check_prediction(plan)[0]
     assert audit.check_prediction({}) == []
+
+
+def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_compares(tmp_path):
+    from knee import compare, readme
+
+    sampled = ROOT / "results" / "aa-cpu"  # sampled while each window ran
+    plan = jsonio.read(sampled / "plan.json", "plan")
+    windows = jsonio.read(sampled / "comparison" / "comparison.json",
+                          "comparison")["host_speed"]["windows"]
+    sweep = sorted(w["speed"] for w in windows if w["instrument"] == "sweep")
+    assert len(sweep) == 6
+    median = (sweep[2] + sweep[3]) / 2
+    assert recommend.sweep_speed(plan, sampled) == pytest.approx(median, abs=0.01)
+    old = ROOT / "results" / "ksched-cpu"  # measured before the sampler: nothing to say
+    assert recommend.sweep_speed(jsonio.read(old / "plan.json", "plan"), old) is None
+    # a verification 20 % faster than the run its prediction comes from says so
+    rec = jsonio.read(old / "recommend" / "recommendation.json", "recommendation")
+    file = tmp_path / "recommendation.json"
+    jsonio.write(file, "recommendation", {**rec, "sweep_cpu_speed": 20.0})
+    vplan = jsonio.read(old / "plan.json", "plan")
+    vplan["prediction"] = {"file": str(file), "sha256": "0" * 64}
+    comparison = jsonio.read(old / "comparison" / "comparison.json", "comparison")
+    comparison["host_speed"] = {"windows": [
+        {"session": "1-control", "instrument": "sweep", "speed": 24.0},
+        {"session": "1-candidate", "instrument": "sweep", "speed": 25.0},
+        {"session": "1-candidate", "instrument": "fixture", "speed": 99.0}]}
+    shown = readme.predicted(vplan, comparison, tmp_path)
+    assert shown["speed"] == {"measured_run": 20.0, "this_run": 24.5,
+                              "difference_pct": pytest.approx(22.5)}
+    assert compare.instrument_speed(comparison["host_speed"], "depth") is None
+    del comparison["host_speed"]
+    assert readme.predicted(vplan, comparison, tmp_path)["speed"] is None

@@ -221,6 +221,12 @@ def host_speed(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None
             "rules": follows}
 
 
+def instrument_speed(speed: dict | None, instrument: str) -> float | None:
+    """The median engine-CPU speed over one instrument's windows of a host_speed summary."""
+    values = [w["speed"] for w in (speed or {}).get("windows", []) if w["instrument"] == instrument]
+    return round(statistics.median(values), 2) if values else None
+
+
 def follows_speed(rule: dict, sessions: dict, speeds: dict) -> dict | None:
     """The correlation over boots between the engine CPU's speed in the rule's window and the
     rule's figure relative to its arm's mean (so the arms' difference does not count)."""

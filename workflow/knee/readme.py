@@ -8,7 +8,7 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from knee import inference, instruments, jsonio, recommend_parts, stopping
+from knee import compare, inference, instruments, jsonio, recommend_parts, stopping
 from knee.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.config import order_name
 from knee.folder import prediction_path
@@ -156,13 +156,17 @@ def predicted(plan: dict, comparison: dict, root: Path) -> dict | None:
     rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
     errors = [abs(r["error_pct"]) for r in rows] or [None]
     changes = recommend_parts.predicted_changes(rec, plan, comparison)
+    here = compare.instrument_speed(comparison.get("host_speed"), "sweep")
+    then = rec.get("sweep_cpu_speed")
     # linked as the published folders lie side by side (results/NAME), wherever this one is
     return {"file": file, "link": os.path.relpath(file, f"results/{plan['name']}"), "rows": rows,
             "changes": changes,
             "change_median_abs": float(np.median([abs(c["difference_pct"]) for c in changes]))
             if changes else None,
             "median_abs": float(np.median(errors)) if rows else None,
-            "max_abs": max(errors) if rows else None}
+            "max_abs": max(errors) if rows else None,
+            "speed": {"measured_run": then, "this_run": here,
+                      "difference_pct": 100 * (here - then) / then} if here and then else None}
 
 
 def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict,

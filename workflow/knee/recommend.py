@@ -25,7 +25,7 @@ from statistics import median
 
 import numpy as np
 
-from knee import jsonio, kmodel, recommend_parts
+from knee import compare, jsonio, kmodel, recommend_parts
 from knee.errors import KneeError
 from knee.folder import realized_sessions
 from knee.kmodel import session_k
@@ -228,4 +228,16 @@ def build(plan: dict, root: Path) -> dict:
     model = Model(rows, windows, n_tokens)
     ks = candidate_ks(rows, horizon)
     boot = bootstrap(rows, windows, n_tokens, conc, ks)
-    return recommend_parts.assemble(plan, rows, windows, model, ks, boot)
+    rec = recommend_parts.assemble(plan, rows, windows, model, ks, boot)
+    speed = sweep_speed(plan, root)
+    return {**rec, "sweep_cpu_speed": speed} if speed else rec
+
+
+def sweep_speed(plan: dict, root: Path) -> float | None:
+    """The median speed of the engine's CPU over the sweep windows (None before it was sampled):
+    a verification run measured on a faster or slower host says by how much."""
+    sweeps = {}
+    for s in realized_sessions(plan, root):
+        raw = jsonio.read(Path(root) / "raw" / s["id"] / "sweep.json", "raw")
+        sweeps[(s["pair"], s["arm"])] = {"raw": {"sweep": raw}}
+    return compare.instrument_speed(compare.host_speed(plan, sweeps), "sweep")
