@@ -58,6 +58,9 @@ def test_cpu_speed_is_sampled_per_cpu_and_leaves_the_affinity_as_it_was():
     speed = hostspeed.sample(sorted(home))
     assert set(speed) == {f"cpu{c}" for c in home} and all(v > 0 for v in speed.values())
     assert os.sched_getaffinity(0) == home
+    # a CPU this process may not use is left out, not an error
+    assert set(hostspeed.sample([*sorted(home), 4095])) == {f"cpu{c}" for c in home}
+    assert os.sched_getaffinity(0) == home
 
 
 def test_speed_summary_keeps_only_the_window_and_reads_the_sampler_lines():

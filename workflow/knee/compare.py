@@ -216,7 +216,7 @@ def host_speed(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None
     return {"cpus": cpus, "method": noise.SPEED_METHOD,
             "windows": [{"session": f"{p}-{a}", "instrument": i, "speed": round(v, 2)}
                         for (p, a, i), v in speeds.items()],
-            "range": [min(speeds.values()), max(speeds.values())],
+            "range": [round(min(speeds.values()), 2), round(max(speeds.values()), 2)],
             "spread_pct": round(noise.spread_pct(list(speeds.values())) or 0.0, 1),
             "rules": follows}
 

@@ -38,7 +38,10 @@ def sample(cpus: list[int]) -> dict[str, float]:
     out = {}
     try:
         for cpu in cpus:
-            os.sched_setaffinity(0, {cpu})
+            try:
+                os.sched_setaffinity(0, {cpu})
+            except OSError:  # not this process's to use (a cgroup's cpuset): not sampled
+                continue
             out[f"cpu{cpu}"] = round(timed_work(), 2)
     finally:
         os.sched_setaffinity(0, home)
