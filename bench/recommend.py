@@ -15,7 +15,6 @@ untouched.
 
 import argparse
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from knee import compare, jsonio, recommend_parts  # noqa: E402
+from knee import jsonio, readme  # noqa: E402
 
 TARGET_PCT = 10.0
 
@@ -51,7 +50,11 @@ def main() -> int:
     rec = jsonio.read(args.measured / "recommend" / "recommendation.json", "recommendation")
     plan = jsonio.read(verify / "plan.json", "plan")
     comparison = jsonio.read(verify / "comparison" / "comparison.json", "comparison")
-    rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
+    shown = readme.predicted(plan, comparison, verify)  # what its README shows, recomputed
+    if shown is None:
+        print(f"{verify.name} is not a verification run (its plan registers no prediction)")
+        return 2
+    rows = shown["rows"]
     print(f"recommendation: {args.measured.name} (schedule {rec['schedule']}, best fixed k "
           f"{rec['best_fixed_k']}); verification: {verify.name}, "
           f"{len({r['pair'] for r in comparison['rows'] if isinstance(r['pair'], int)})} pairs")
@@ -59,36 +62,32 @@ def main() -> int:
           f"{'error':>7}")
     for r in rows:
         iv = r["interval"]
-        shown = f"{iv[0]:.0f} … {iv[1]:.0f}" if iv else "n/a"
+        ivs = f"{iv[0]:.0f} … {iv[1]:.0f}" if iv else "n/a"
         where = "" if not iv else (" (inside)" if iv[0] <= r["measured"] <= iv[1] else
                                    " (outside)")
         print(f"{r['arm']:<10} {r['concurrency']:>3} {r['k']:>2} {r['predicted']:>10.1f} "
-              f"{shown:>19} {r['measured']:>9.1f} {r['error_pct']:>+6.1f}%{where}")
-    errors = [abs(r["error_pct"]) for r in rows]
-    med = statistics.median(errors)
+              f"{ivs:>19} {r['measured']:>9.1f} {r['error_pct']:>+6.1f}%{where}")
+    med = shown["median_abs"]
     inside = sum(1 for r in rows if r["interval"]
                  and r["interval"][0] <= r["measured"] <= r["interval"][1])
     print(f"prediction error: median absolute {med:.1f} % (target <= {TARGET_PCT:g} %: "
-          f"{'met' if med <= TARGET_PCT else 'NOT met'}), max {max(errors):.1f} %, "
+          f"{'met' if med <= TARGET_PCT else 'NOT met'}), max {shown['max_abs']:.1f} %, "
           f"{inside} of {len(rows)} measured inside the predicted interval")
-    here = compare.instrument_speed(comparison.get("host_speed"), "sweep")
-    then = rec.get("sweep_cpu_speed")
+    speed = shown["speed"]
     print("the engine CPU's speed over the sweep windows (M additions/s): "
-          + (f"measured run {then:.1f}, verification {here:.1f} "
-             f"({100 * (here - then) / then:+.1f} %)" if here and then
+          + (f"measured run {speed['measured_run']:.1f}, verification {speed['this_run']:.1f} "
+             f"({speed['difference_pct']:+.1f} %)" if speed
              else "not sampled in both runs (one predates the sampler)"))
     print("candidate against control, predicted and measured change (the host's speed on the "
           "day cancels):")
-    changes = recommend_parts.predicted_changes(rec, plan, comparison)
-    for ch in changes:
+    for ch in shown["changes"]:
         iv = ch["measured_interval"]
-        shown = f"{iv[0]:+.1f} … {iv[1]:+.1f} %" if iv else "n/a"
+        ivs = f"{iv[0]:+.1f} … {iv[1]:+.1f} %" if iv else "n/a"
         print(f"  c={ch['concurrency']:>3} k {ch['control_k']} -> {ch['k']}: predicted "
-              f"{ch['predicted_pct']:+6.1f} %, measured {ch['measured_pct']:+6.1f} % ({shown}), "
+              f"{ch['predicted_pct']:+6.1f} %, measured {ch['measured_pct']:+6.1f} % ({ivs}), "
               f"difference {ch['difference_pct']:+6.1f} points")
-    if changes:
-        print(f"change: median absolute difference "
-              f"{statistics.median(abs(c['difference_pct']) for c in changes):.1f} points")
+    if shown["changes"]:
+        print(f"change: median absolute difference {shown['change_median_abs']:.1f} points")
     print(f"knee recommend on {args.measured.name}: {timed_recommend(args.measured):.1f} s")
     return 0
 

@@ -306,9 +306,11 @@ def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_comp
     sweep = sorted(w["speed"] for w in windows if w["instrument"] == "sweep")
     assert len(sweep) == 6
     median = (sweep[2] + sweep[3]) / 2
-    assert recommend.sweep_speed(plan, sampled) == pytest.approx(median, abs=0.01)
+    speed = recommend.sweep_speed(plan, recommend.sweep_windows(plan, sampled))
+    assert speed == pytest.approx(median, abs=0.01)
     old = ROOT / "results" / "ksched-cpu"  # measured before the sampler: nothing to say
-    assert recommend.sweep_speed(jsonio.read(old / "plan.json", "plan"), old) is None
+    old_plan = jsonio.read(old / "plan.json", "plan")
+    assert recommend.sweep_speed(old_plan, recommend.sweep_windows(old_plan, old)) is None
     # a verification 20 % faster than the run its prediction comes from says so
     rec = jsonio.read(old / "recommend" / "recommendation.json", "recommendation")
     file = tmp_path / "recommendation.json"

@@ -194,8 +194,9 @@ def check_prediction(plan: dict, root: Path | None = None) -> list[str]:
     if not path.is_file():
         return [f"plan.json#/prediction: {ref['file']} is missing (the verification cannot be "
                 "shown against its prediction)"]
-    if sha256_file(path) != ref["sha256"]:
-        return [f"plan.json#/prediction: {ref['file']} has sha256 {sha256_file(path)[:12]}, "
+    digest = sha256_file(path)
+    if digest != ref["sha256"]:
+        return [f"plan.json#/prediction: {ref['file']} has sha256 {digest[:12]}, "
                 f"the run registered {ref['sha256'][:12]}: the prediction changed after the "
                 "run"]
     return []

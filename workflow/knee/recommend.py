@@ -56,21 +56,35 @@ def point_observation(points: list[dict], c: int, output_tokens: int) -> dict:
             "throughput": thr, "eta": thr / (c * output_tokens / e2e)}
 
 
-def observations(plan: dict, root: Path) -> list[dict]:
-    """One row per (session, concurrency), with the session's pair, arm and k there."""
+def check_sweep(plan: dict) -> None:
+    """Refuse before reading anything when the sweep cannot support a recommendation."""
     if "sweep" not in plan["instruments"]:
         raise Refused("no sweep instrument: nothing measured per concurrency")
-    cfg = plan["instruments"]["sweep"]
-    conc = cfg["concurrency"]
+    conc = plan["instruments"]["sweep"]["concurrency"]
     if len(conc) < MIN_POINTS:
         raise Refused(f"too few points: the sweep measured {len(conc)} concurrencies "
                       f"({conc}); a recommendation needs at least {MIN_POINTS}")
-    rows = []
-    for s in realized_sessions(plan, root):
+
+
+def sweep_windows(plan: dict, root: Path) -> dict[tuple[int, str], dict]:
+    """Every realized session's sweep window, read once: {(pair, arm): {"id", "raw"}}, the raw
+    under "raw"["sweep"] as compare.host_speed takes sessions."""
+    out = {}
+    for s in realized_sessions(plan, root):  # protocol order
         raw = jsonio.read(Path(root) / "raw" / s["id"] / "sweep.json", "raw")
-        for c, k in zip(conc, session_k(plan, s["arm"], conc), strict=True):
-            pts = [p for p in raw["points"] if p["point"] == c]
-            rows.append({"session": s["id"], "pair": s["pair"], "arm": s["arm"], "c": c, "k": k,
+        out[(s["pair"], s["arm"])] = {"id": s["id"], "raw": {"sweep": raw}}
+    return out
+
+
+def observations(plan: dict, sweeps: dict[tuple[int, str], dict]) -> list[dict]:
+    """One row per (session, concurrency), with the session's pair, arm and k there."""
+    cfg = plan["instruments"]["sweep"]
+    conc = cfg["concurrency"]
+    rows = []
+    for (pair, arm), s in sweeps.items():
+        for c, k in zip(conc, session_k(plan, arm, conc), strict=True):
+            pts = [p for p in s["raw"]["sweep"]["points"] if p["point"] == c]
+            rows.append({"session": s["id"], "pair": pair, "arm": arm, "c": c, "k": k,
                          **point_observation(pts, c, cfg["output_tokens"])})
     return rows
 
@@ -219,7 +233,9 @@ def bootstrap(rows, windows, n_tokens, conc, ks, seed: int = 0) -> dict:
 
 def build(plan: dict, root: Path) -> dict:
     """The recommendation (raises Refused with the reason when the data cannot support one)."""
-    rows = observations(plan, root)
+    check_sweep(plan)
+    sweeps = sweep_windows(plan, root)
+    rows = observations(plan, sweeps)
     horizon = max(r["k"] for r in rows)
     windows = acceptance_windows(plan, root, horizon)
     check_supported(plan, rows, windows, horizon)
@@ -229,15 +245,11 @@ def build(plan: dict, root: Path) -> dict:
     ks = candidate_ks(rows, horizon)
     boot = bootstrap(rows, windows, n_tokens, conc, ks)
     rec = recommend_parts.assemble(plan, rows, windows, model, ks, boot)
-    speed = sweep_speed(plan, root)
+    speed = sweep_speed(plan, sweeps)
     return {**rec, "sweep_cpu_speed": speed} if speed else rec
 
 
-def sweep_speed(plan: dict, root: Path) -> float | None:
+def sweep_speed(plan: dict, sweeps: dict[tuple[int, str], dict]) -> float | None:
     """The median speed of the engine's CPU over the sweep windows (None before it was sampled):
     a verification run measured on a faster or slower host says by how much."""
-    sweeps = {}
-    for s in realized_sessions(plan, root):
-        raw = jsonio.read(Path(root) / "raw" / s["id"] / "sweep.json", "raw")
-        sweeps[(s["pair"], s["arm"])] = {"raw": {"sweep": raw}}
     return compare.instrument_speed(compare.host_speed(plan, sweeps), "sweep")

@@ -245,9 +245,9 @@ def predicted_changes(rec: dict, plan: dict, comparison: dict) -> list[dict]:
         if row is None or (c, kc) not in by or (c, kx) not in by:
             continue
         gain = gains.get((c, kx, kc))
-        out.append({"concurrency": c, "control_k": kc, "k": kx,
-                    "predicted_pct": 100 * (by[(c, kx)] / by[(c, kc)] - 1),
+        predicted = 100 * (by[(c, kx)] / by[(c, kc)] - 1)
+        out.append({"concurrency": c, "control_k": kc, "k": kx, "predicted_pct": predicted,
                     "predicted_interval": gain["interval"] if gain else None,
                     "measured_pct": row["delta_pct"], "measured_interval": row["interval"],
-                    "difference_pct": row["delta_pct"] - 100 * (by[(c, kx)] / by[(c, kc)] - 1)})
+                    "difference_pct": row["delta_pct"] - predicted})
     return out
