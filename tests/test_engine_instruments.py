@@ -96,11 +96,14 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
     from knee import compare, config, folder, jsonio, readme, session
 
     cfg = default_config
-    cfg["instruments"] = {"sweep": {"concurrency": [1]}, "burst": {"requests": 2}}
+    # 64 tokens: a request of a few tokens can arrive in one chunk under speculation, and a
+    # decode rate needs two chunks (it is undefined, not zero, for one)
+    cfg["instruments"] = {"sweep": {"concurrency": [1]},
+                          "burst": {"requests": 2, "output_tokens": 64}}
     cfg["bar"]["rules"] = [{"name": "burst parity", "instrument": "burst", "metric": "throughput",
                             "point": "burst", "within_pct": 50}]
     _, plan = config.plan_config(cfg, "toy.yaml", ROOT)  # planned: its schema, its defaults
-    assert plan["instruments"]["burst"] == {"requests": 2, "prompt_tokens": 32, "output_tokens": 8}
+    assert plan["instruments"]["burst"] == {"requests": 2, "prompt_tokens": 32, "output_tokens": 64}
     assert folder.instrument_names(plan) == ["sweep", "burst"]
     pub = ROOT / "results" / "ksched-cpu"
     boot = jsonio.read(pub / "receipts" / "1-control-boot.json", "boot")

@@ -44,10 +44,10 @@ def cmd_validate_config(args) -> int:
 def cmd_plan(args) -> int:
     from knee import config, configfile
 
-    raw = configfile.load(args.config)
+    raw = configfile.load_all(args.config)
     if args.name:
         raw["name"] = configfile.check_name(args.name, f"--name {args.name!r}")
-    _, plan = config.plan_config(raw, str(args.config), args.repo)
+    _, plan = config.plan_config(raw, configfile.source_of(args.config), args.repo)
     config.write_plan(args.out, plan)
     return 0
 

@@ -16,7 +16,9 @@ COMMANDS = {
         ("--print-name", {"action": "store_true", "help": "print only the experiment's name"})]),
     "plan": ("write plan.json: arms, session order, instruments, the bar and its sha256",
              f"knee plan --config config/config.yaml --out {R}/plan.json", [
-        ("--config", {"type": Path, "required": True, "help": "the experiment file"}), OUT,
+        ("--config", {"type": Path, "nargs": "+", "required": True,
+                      "help": "the experiment file (several: merged in order, as Snakemake "
+                              "merges --configfile files)"}), OUT,
         ("--name", {"help": "the experiment's name, if not the file's"}),
         ("--repo", {"type": Path, "default": Path("."), "help": "the workflow's git checkout"})]),
     "engine-info": ("record an engine environment's Python and package versions",
@@ -83,8 +85,9 @@ COMMANDS = {
     "recommend": ("which k at which load: a schedule, the crossover, the knee and a paired "
                   "verification config, from derived files only",
                   f"knee recommend {R}", [
-        RESULTS, ("--config", {"type": Path, "help": "the experiment's config (default: the "
-                                                     "copy under workflow/, else the plan's)"}),
+        RESULTS, ("--config", {"type": Path, "nargs": "+",
+                               "help": "the experiment's config file(s) (default: the copy "
+                                       "under workflow/, else the plan's)"}),
         ("--record-refusal", {"action": "store_true",
                               "help": "exit 0 when the data cannot support a recommendation "
                                       "(the files say why)"})]),
@@ -112,7 +115,8 @@ COMMANDS = {
               "Snakefile, config and prompt files copied under workflow/",
               f"knee crate {R} --snakefile Snakefile --config config/config.yaml", [
         RESULTS, ("--snakefile", {"type": Path, "required": True, "help": "the workflow's"}),
-        ("--config", {"type": Path, "required": True, "help": "the experiment's config"})]),
+        ("--config", {"type": Path, "nargs": "+", "required": True,
+                      "help": "the experiment's config file(s)"})]),
     "manifest": ("write MANIFEST.sha256: the sha256 of every raw and derived file",
                  f"knee manifest {R}", [RESULTS]),
 }

@@ -1,8 +1,10 @@
 """Read an experiment file: plain YAML data only, nothing evaluated, nothing ambiguous.
 
-Snakemake's own config loader evaluates YTE templates (Python expressions) and lets a later
-duplicate key win silently; knee reads its experiment files itself, and the Snakefile gets the
-config only through this module (see workflow/rules/load.smk).
+Snakemake's own config loader lets a later duplicate key win silently and renders a file that
+sets `__use_yte__: true` as a YTE template (Python expressions) before any workflow code runs.
+Whichever way the experiment is named (`--configfile FILE ...` or `--config experiment=FILE`),
+the Snakefile gets the config only through this module, which reads the files again itself
+(see workflow/rules/load.smk): what Snakemake's loader made of them is never used.
 """
 
 from __future__ import annotations
@@ -148,13 +150,40 @@ def load(path: Path | str) -> dict:
         raise KneeError(f"{source}: a config is a mapping of keys, got "
                         f"{type(data).__name__ if data is not None else 'an empty file'}")
     if "__use_yte__" in data:
-        raise KneeError(f"{source}: __use_yte__: knee does not evaluate templates in a config "
-                        "(they run code); write plain values")
+        raise KneeError(
+            f"{source}: __use_yte__: a config that is a YTE template is refused (its expressions "
+            "run code). Snakemake renders such a file passed with --configfile before any "
+            "workflow code runs, so knee cannot stop that: check a file you do not trust with "
+            f"`knee validate-config {source}`, which reads it without rendering anything")
     plain(data, "", source)
     return data
 
 
 COMMAND_LINE = ("experiment", "name", "experiments")
+
+
+def merge(into: dict, other: dict) -> dict:
+    """Snakemake's merge of several --configfile files: a later file's mapping updates the
+    earlier one key by key, recursively; any other value replaces it."""
+    for key, value in other.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            merge(into[key], value)
+        else:
+            into[key] = value
+    return into
+
+
+def load_all(paths: list[Path | str]) -> dict:
+    """Several experiment files read as one, merged in order as Snakemake merges them."""
+    data: dict = {}
+    for path in paths:
+        merge(data, load(path))
+    return data
+
+
+def source_of(paths: list[str]) -> str:
+    """How plans and messages name the experiment file(s)."""
+    return " + ".join(str(p) for p in paths)
 
 
 def check_name(name: Any, source: str) -> str:
@@ -167,33 +196,34 @@ def check_name(name: Any, source: str) -> str:
     return name
 
 
-def take(given: dict, configfiles: list[str], default: str) -> tuple[dict, str]:
-    """The config a Snakemake invocation asks for, and where it came from: the experiment file
-    (--config experiment=FILE, else the default) as knee reads it, with --config name=NAME over
+def take(given: dict, configfiles: list[str], default: str) -> tuple[dict, str, list[str]]:
+    """The config a Snakemake invocation asks for, where it came from and the files it was read
+    from: the --configfile files (merged in order) or the experiment file (--config
+    experiment=FILE, else the default), each read by knee itself, with --config name=NAME over
     it; or a list of experiment files (--config experiments=[A,B], or a file holding only an
-    `experiments:` list)."""
-    if configfiles:
-        raise KneeError(
-            f"--configfile {' '.join(configfiles)}: knee reads the experiment file itself; run "
-            f"`snakemake --config experiment={configfiles[0]}` (Snakemake's --configfile loader "
-            "evaluates YTE templates, which run code, before any check)")
+    `experiments:` list). `given` is what --config set."""
     extra = [k for k in given if k not in COMMAND_LINE]
     if extra:
         raise KneeError(f"--config {extra[0]}={given[extra[0]]!r}: not a command-line setting; "
                         "knee takes every setting from the experiment file (--config accepts "
                         "experiment=FILE, name=NAME, or experiments=[FILE,...])")
+    if configfiles and ("experiment" in given or "experiments" in given):
+        key = "experiment" if "experiment" in given else "experiments"
+        raise KneeError(f"--configfile {' '.join(configfiles)} and --config {key}=...: two "
+                        "ways of naming the experiment; give one of them")
     if "experiments" in given:
         if len(given) > 1:
             raise KneeError("--config experiments=[...] runs each file as it is: it takes no "
                             "experiment= or name=")
-        return {"experiments": given["experiments"]}, "--config experiments"
-    source = str(given.get("experiment", default))
-    data = load(source)
+        return {"experiments": given["experiments"]}, "--config experiments", []
+    files = list(configfiles) or [str(given.get("experiment", default))]
+    source = source_of(files)
+    data = load_all(files)
     if "experiments" in data:
         if len(data) > 1 or "name" in given:
             raise KneeError(f"{source}: a file with an experiments list holds nothing else, and "
                             "takes no --config name=")
-        return data, source
+        return data, source, files
     if "name" in given:
         data["name"] = check_name(given["name"], f"--config name={given['name']!r}")
-    return data, source
+    return data, source, files

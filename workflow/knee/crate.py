@@ -13,10 +13,12 @@ import json
 import shutil
 from pathlib import Path
 
+import yaml
+
 from rocrate.model.contextentity import ContextEntity
 from rocrate.rocrate import ROCrate
 
-from knee import __version__, audit, folder, jsonio, prompts
+from knee import __version__, audit, configfile, folder, jsonio, prompts
 
 METADATA = audit.CRATE
 PROFILES = {
@@ -49,11 +51,24 @@ STEPS = {  # analysis step: (what it did, the files it read, the files it wrote)
 }
 
 
-def copy_inputs(root: Path, snakefile: Path, config_path: Path, plan: dict) -> list[Path]:
+def config_copy(config_paths: list[Path]) -> bytes:
+    """workflow/config.yaml: the experiment file as it is, or several merged into one (what
+    knee planned from them, in the order Snakemake merged them)."""
+    if len(config_paths) == 1:
+        return Path(config_paths[0]).read_bytes()
+    merged = configfile.load_all(config_paths)
+    head = "".join(f"#   {p}\n" for p in config_paths)
+    return (f"# merged by knee from these files, in this order:\n{head}"
+            + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)).encode()
+
+
+def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: dict) -> list[Path]:
     """The Snakefile, the experiment's config, its prompt files and (a verification run) the
     recommendation it checks, copied under workflow/."""
     out = Path(root) / "workflow"
-    copies = [(snakefile, out / "Snakefile"), (config_path, out / "config.yaml")]
+    out.mkdir(parents=True, exist_ok=True)
+    jsonio.atomic_write_text(out / "config.yaml", config_copy(config_paths))
+    copies = [(snakefile, out / "Snakefile")]
     copies += [(p, out / "prompts" / p.parent.name / p.name)
                for p in prompts.fixture_files(plan["instruments"])]
     if "prediction" in plan:  # a verification run carries the recommendation it checks
@@ -61,7 +76,7 @@ def copy_inputs(root: Path, snakefile: Path, config_path: Path, plan: dict) -> l
     for src, dst in copies:
         dst.parent.mkdir(parents=True, exist_ok=True)
         jsonio.atomic_write_text(dst, Path(src).read_bytes())
-    return [dst for _, dst in copies]
+    return [out / "config.yaml", *(dst for _, dst in copies)]
 
 
 def build(root: Path) -> dict:
@@ -159,12 +174,12 @@ def run_actions(crate: ROCrate, entities: dict, boots: list[dict], stops: dict,
             startTime=boot["started_at"], endTime=stops[sid]["stopped_at"])
 
 
-def write(root: Path, snakefile: Path, config_path: Path) -> Path:
+def write(root: Path, snakefile: Path, config_paths: list[Path]) -> Path:
     """Copy the inputs, then write the crate's metadata (atomically)."""
     root = Path(root)
     plan = jsonio.read(root / "plan.json", "plan")
     shutil.rmtree(root / "workflow", ignore_errors=True)
-    copy_inputs(root, snakefile, config_path, plan)
+    copy_inputs(root, snakefile, config_paths, plan)
     path = root / METADATA
     jsonio.atomic_write_text(path, json.dumps(build(root), indent=2, ensure_ascii=False) + "\n")
     return path

@@ -22,10 +22,12 @@ def folder(root: Path) -> Path:
     return Path(root) / "recommend"
 
 
-def config_of(root: Path) -> Path:
-    """The experiment's config: the copy the crate keeps, else the file the plan names."""
+def config_of(root: Path) -> list[Path]:
+    """The experiment's config: the copy the crate keeps, else the file(s) the plan names."""
     copy_ = Path(root) / "workflow" / "config.yaml"
-    return copy_ if copy_.is_file() else Path(jsonio.read(Path(root) / "plan.json")["config_file"])
+    if copy_.is_file():
+        return [copy_]
+    return [Path(p) for p in jsonio.read(Path(root) / "plan.json")["config_file"].split(" + ")]
 
 
 def make(plan: dict, root: Path) -> dict:
@@ -100,26 +102,26 @@ def verify_config(rec: dict, plan: dict, config: dict, rec_path: Path) -> dict:
             "bar": verify_bar(rec, plan["bar"].get("alpha", 0.05))}
 
 
-def verify_text(rec: dict, plan: dict, config_path: Path) -> str:
+def verify_text(rec: dict, plan: dict, config_paths: list[Path]) -> str:
     if rec["status"] != "recommended":
         return f"# no verification run: the recommendation was refused ({rec['reason']})\n"
     # paths as the workflow writes them, from the checkout's top: the same text wherever the
     # results folder is read from
     home = Path("results") / plan["name"] / "recommend"
-    cfg = verify_config(rec, plan, configfile.load(config_path), home / "recommendation.json")
+    cfg = verify_config(rec, plan, configfile.load_all(config_paths), home / "recommendation.json")
     return ("# The paired run that checks the recommendation (knee recommend). Run it with\n"
-            f"#   snakemake --config experiment={home}/verify.yaml\n"
+            f"#   snakemake --configfile {home}/verify.yaml\n"
             + yaml.safe_dump(cfg, sort_keys=False, width=100))
 
 
-def write(root: Path, config_path: Path, plan: dict) -> dict:
+def write(root: Path, config_paths: list[Path], plan: dict) -> dict:
     """Every file of results/X/recommend/, each written atomically."""
     from knee import recommend_report
 
     rec = make(plan, root)
     out = folder(root)
     data = jsonio.write(out / "recommendation.json", "recommendation", rec)
-    jsonio.atomic_write_text(out / "verify.yaml", verify_text(rec, plan, config_path))
+    jsonio.atomic_write_text(out / "verify.yaml", verify_text(rec, plan, config_paths))
     jsonio.atomic_write_text(out / "README.md", recommend_report.readme(data, plan))
     recommend_report.figure(data, out / "recommend")
     return data

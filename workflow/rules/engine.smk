@@ -53,11 +53,11 @@ if not knee_config.plan_fixed(R):
             # what is planned; the workflow commit is recorded, but a new commit alone (say, the
             # one that publishes the results) does not re-plan
             plan=json.dumps({k: v for k, v in PLAN.items() if k != "workflow"}, sort_keys=True),
-            source=CONFIG_SOURCE,
+            sources=CONFIG_FILES,
             name=config["name"],
             repo=workflow.basedir,
         shell:
-            "knee plan --config {params.source:q} --name {params.name} --repo {params.repo:q}"
+            "knee plan --config {params.sources:q} --name {params.name} --repo {params.repo:q}"
             " --out {output} > {log} 2>&1"
 
 

@@ -30,7 +30,7 @@ rule crate:
         tables=rules.tables.output,
         bar=rules.bar.output,
         snakefile=f"{workflow.basedir}/Snakefile",
-        config=CONFIG_SOURCE,
+        config=CONFIG_FILES,
         prompts=PROMPT_FILES,
         prediction=get_prediction,
         code=get_code("crate"),

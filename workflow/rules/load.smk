@@ -1,7 +1,8 @@
 # The config, read by knee itself (knee.configfile: plain YAML, no templates, duplicate keys
-# refused): `snakemake --config experiment=FILE [name=NAME]`, the default file otherwise, or
-# `--config experiments=[A,B]`. Snakemake's --configfile is refused: its loader evaluates YTE
-# templates before the workflow could check the file.
+# refused): `snakemake --configfile FILE [FILE ...]` or `--config experiment=FILE`, with
+# `--config name=NAME` over either; the default file otherwise; or `--config
+# experiments=[A,B]`. Under --configfile, knee reads the files Snakemake was given again with
+# its own loader and uses only that reading.
 import os
 
 from knee import configfile as knee_configfile
@@ -20,10 +21,11 @@ def shown_path(path):
 IN_MODULE = "knee_source" in config
 if IN_MODULE:
     CONFIG_SOURCE = config.pop("knee_source")
+    CONFIG_FILES = [CONFIG_SOURCE]
 else:
     try:
-        _loaded, CONFIG_SOURCE = knee_configfile.take(
-            dict(config),
+        _loaded, CONFIG_SOURCE, CONFIG_FILES = knee_configfile.take(
+            dict(workflow.config_settings.config),
             [shown_path(f) for f in workflow.overwrite_configfiles],
             DEFAULT_CONFIG,
         )

@@ -8,7 +8,7 @@ rule recommend:
         realized=get_realized,
         raw=get_all_raw,
         metrics=get_all_metrics,
-        config=CONFIG_SOURCE,
+        config=CONFIG_FILES,
         code=get_code("recommend"),
     output:
         json=f"{R}/recommend/recommendation.json",

@@ -1,0 +1,40 @@
+"""The docker, slurm and engine markers skip a test where the service is missing (tests/conftest.py),
+and fail it under CI=true."""
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+MARKED = '''import pytest
+
+
+@pytest.mark.slurm
+def test_needs_slurm():
+    pass
+'''
+
+
+def run_marked(tmp_path, ci: bool) -> subprocess.CompletedProcess:
+    test = tmp_path / "test_marked.py"
+    test.write_text(MARKED)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS")}
+    env["PATH"] = os.path.dirname(sys.executable)  # no sinfo: no cluster
+    if ci:
+        env["CI"] = "true"
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "-rs",
+                           "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(test)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_marked_test_without_its_service_is_skipped_and_says_what_it_needs(tmp_path):
+    r = run_marked(tmp_path, ci=False)
+    assert r.returncode == 0, r.stdout
+    assert "1 skipped" in r.stdout and "needs a Slurm cluster" in r.stdout
+
+
+def test_under_ci_a_missing_service_fails_the_marked_test(tmp_path):
+    r = run_marked(tmp_path, ci=True)
+    assert r.returncode == 1 and "1 error" in r.stdout, r.stdout  # failed in its setup
+    assert "marked slurm" in r.stdout
