@@ -1,4 +1,4 @@
-"""The docker, slurm and engine markers skip a test where the service is missing (tests/conftest.py),
+"""The docker, slurm and engine markers skip a test where the service is missing (conftest.py),
 and fail it under CI=true."""
 
 import os

@@ -14,7 +14,6 @@ import shutil
 from pathlib import Path
 
 import yaml
-
 from rocrate.model.contextentity import ContextEntity
 from rocrate.rocrate import ROCrate
 
