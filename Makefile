@@ -18,7 +18,7 @@ $(BIN)/knee: envs/workflow.txt pyproject.toml
 	touch $@
 
 run: venv
-	$(BIN)/snakemake --cores all --config experiment=$(CONFIG) name=$(NAME)
+	$(BIN)/snakemake --cores all --configfile $(CONFIG) --config name=$(NAME)
 
 test: venv
 	$(BIN)/pytest -ra

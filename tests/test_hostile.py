@@ -144,7 +144,7 @@ def test_make_run_names_results_after_the_config():
     r = subprocess.run(["make", "-n", "run", "CONFIG=config/aa-cpu.yaml"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60,
                        env={**os.environ, "MAKEFLAGS": ""})
-    assert "experiment=config/aa-cpu.yaml name=aa-cpu-local" in r.stdout, r.stdout
+    assert "--configfile config/aa-cpu.yaml --config name=aa-cpu-local" in r.stdout, r.stdout
 
 
 def test_an_experiment_may_share_a_name_with_the_snakefile(tmp_path):

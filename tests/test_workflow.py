@@ -113,6 +113,15 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert used["wall_s"] > control_boot["boot_seconds"]  # the session outlasts its boot
     assert used["engine_peak_rss_mib"] > 100 and used["knee_peak_rss_mib"] > 20  # a real vLLM
     assert "(receipts/1-control-stop.json#/resources/wall_s)" in readme
+    # the stop receipt hashed the raw files as the session published them; the audit holds
+    # them to it, and nothing of this fresh run is "not possible"
+    recorded = jsonio.read(root / "receipts" / "1-control-stop.json", "stop")["raw_sha256"]
+    assert sorted(recorded) == sorted(p.name for p in (root / "raw" / "1-control").iterdir()
+                                      if ".metrics." not in p.name)
+    from knee import audit
+
+    problems, notes = audit.examine(root)
+    assert problems == [] and not [n for n in notes if n.startswith("not possible")], notes
     session_log = (root / "logs" / "session" / "1-control.log").read_text()  # live progress
     assert "1-control sweep point 4 run 1: " in session_log and " ok\n" in session_log
     assert "1-control probe window done: 2 points in " in session_log

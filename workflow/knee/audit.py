@@ -6,17 +6,18 @@ workflow (analysis, comparison, bar, README), never imports the runtime or the c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
 
-from knee import compare, jsonio, prom, readme, tables
+from knee import compare, evidence, jsonio, prom, readme, rendered, tables
 from knee.errors import KneeError
+from knee.evidence import diff
 from knee.folder import (
     decide,
     instrument_names,
     judge_bar,
+    load_receipts,
     load_sessions,
     prediction_path,
     realized_pairs,
@@ -26,15 +27,12 @@ from knee.folder import (
     session_receipts,
     window_metrics,
 )
+from knee.jsonio import sha256_file
 
 MANIFEST = "MANIFEST.sha256"
 CRATE = "ro-crate-metadata.json"
 LISTED = ("plan.json", "README.md", "receipts", "raw", "protocol", "comparison", "figures",
           "workflow", "ro-crate-metadata.json")
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def manifest_lines(root: Path) -> list[str]:
@@ -45,29 +43,6 @@ def manifest_lines(root: Path) -> list[str]:
         files += [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
     return [f"{sha256_file(f)}  {f.relative_to(root).as_posix()}" for f in files
             if not f.name.startswith(".")]
-
-
-def diff(a, b, pointer: str = "") -> list[str]:
-    """JSON pointers where two documents differ (floats compared to 1e-9 relative)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for k in sorted(set(a) | set(b), key=str):
-            if k not in a or k not in b:
-                out.append(f"{pointer}/{k}")
-            else:
-                out += diff(a[k], b[k], f"{pointer}/{k}")
-        return out
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [pointer or "/"]
-        return [p for i, (x, y) in enumerate(zip(a, b, strict=True))
-                for p in diff(x, y, f"{pointer}/{i}")]
-    if isinstance(a, float) or isinstance(b, float):
-        try:
-            return [] if abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)) else [pointer]
-        except TypeError:
-            return [pointer]
-    return [] if a == b else [pointer or "/"]
 
 
 def check_manifest(root: Path) -> list[str]:
@@ -116,42 +91,37 @@ def check_crate(root: Path) -> list[str]:
     return problems
 
 
+LIMITS = (
+    "What one folder cannot prove about itself: receipts and raw files forged together, "
+    "consistently with each other, with plan.json and with the config copy, pass (nothing in "
+    "the folder is signed); that the bar was registered before the first boot is shown by the "
+    "boot receipts, written by the sessions, and by git where the folder lies in a repository "
+    "(the git note).")
+
+
 def audit(root: Path) -> list[str]:
     """Everything that disagrees, as lines naming the file and the field; empty if all agree."""
+    return examine(root)[0]
+
+
+def examine(root: Path) -> tuple[list[str], list[str]]:
+    """(problems, notes): what disagrees, and what the folder could not be checked for."""
     root = Path(root)
     plan = jsonio.read(root / "plan.json", "plan")
-    problems = check_manifest(root) + check_crate(root)
     loaded = load_sessions(plan, root)
     order = [(s["id"], loaded[(s["pair"], s["arm"])]) for s in realized_sessions(plan, root)]
+    problems, notes = check_sessions(root, plan, order)
+    problems = check_manifest(root) + check_crate(root) + problems
     boots = [session["boot"] for _, session in order]
-    for sid, session in order:
-        boot = session["boot"]
-        if boot.get("config_sha256") != plan["config_sha256"]:
-            problems.append(f"receipts/{sid}-boot.json: config_sha256 {boot.get('config_sha256')}"
-                            f" != plan.json config_sha256 {plan['config_sha256']}")
-        digest = (plan["runtime"].get("image") or {}).get("digest")
-        if digest and boot.get("image_digest") != digest:
-            problems.append(f"receipts/{sid}-boot.json: image_digest {boot.get('image_digest')}"
-                            f" != plan.json runtime.image.digest {digest}")
     problems += check_order(root, plan, boots)
     problems += check_looks(root, plan)
-    threshold = plan["analysis"]["knee_threshold"]
     windows, sources = [], []
     for sid, session in order:
         for inst in instrument_names(plan):
-            path = root / "raw" / sid / f"{inst}.metrics.json"
-            before, after = (root / "raw" / sid / f"{inst}.prom.{w}" for w in ("before", "after"))
-            try:
-                fresh = window_metrics(session["raw"][inst], session["boot"], before, after,
-                                       threshold)
-            except KneeError as e:
-                problems.append(f"{path}: cannot be recomputed: {e}")
-                continue
-            stored = jsonio.read(path, "metrics")
-            problems += [f"{path}#{p}: differs from the recomputation" for p in
-                         diff({k: stored.get(k) for k in fresh}, fresh)]
+            fresh, stored = check_window(root, sid, inst, session, plan)
+            problems += fresh
             windows.append(stored)
-            sources.append(str(path))
+            sources.append(f"results/{plan['name']}/raw/{sid}/{inst}.metrics.json")
     comparison = compare.compare(plan, loaded)
     stored = jsonio.read(root / "comparison" / "comparison.json", "comparison")
     problems += [f"comparison/comparison.json#{p}: differs from the recomputation"
@@ -162,11 +132,48 @@ def audit(root: Path) -> list[str]:
     problems += [f"comparison/bar.json#{p}: differs from the recomputation"
                  for p in diff({k: stored_bar.get(k) for k in bar}, bar)]
     acceptance = {"windows": prom.acceptance_table(windows, sources)}
+    problems += rendered.check(root, plan, comparison, bar, acceptance["windows"])
     problems += check_recommendation(root, plan)
     text = readme.render(plan, comparison, bar, boots, acceptance,
                          **session_receipts(plan, root), root=root,
                          recommendation=recommendation_of(root))
-    return problems + check_readme(root, text)
+    notes += evidence.git_history(root)
+    return problems + check_readme(root, text), list(dict.fromkeys(notes))
+
+
+def check_sessions(root: Path, plan: dict, order: list[tuple[str, dict]]) -> \
+        tuple[list[str], list[str]]:
+    """The plan against its config, every boot against the plan's arm and the registered bar,
+    every raw file against its session and boot."""
+    boots = {sid: session["boot"] for sid, session in order}
+    problems, notes = evidence.registration(root, plan, boots)
+    problems += evidence.booted_as_planned(plan, realized_sessions(plan, root), boots)
+    stops = load_receipts(plan, root, "stop")
+    digest = (plan["runtime"].get("image") or {}).get("digest")
+    for sid, boot in boots.items():
+        if digest and boot.get("image_digest") != digest:
+            problems.append(f"receipts/{sid}-boot.json: image_digest {boot.get('image_digest')}"
+                            f" != plan.json runtime.image.digest {digest}")
+        p, n = evidence.bound_to_session(root, plan, sid, boot, stops.get(sid),
+                                           instrument_names(plan))
+        problems += p
+        notes += n
+    return problems, notes
+
+
+def check_window(root: Path, sid: str, inst: str, session: dict, plan: dict) -> \
+        tuple[list[str], dict]:
+    """One window's metrics recomputed from its raw file and scrapes, against the stored."""
+    path = root / "raw" / sid / f"{inst}.metrics.json"
+    before, after = (root / "raw" / sid / f"{inst}.prom.{w}" for w in ("before", "after"))
+    stored = jsonio.read(path, "metrics")
+    try:
+        fresh = window_metrics(session["raw"][inst], session["boot"], before, after,
+                               plan["analysis"]["knee_threshold"])
+    except KneeError as e:
+        return [f"{path}: cannot be recomputed: {e}"], stored
+    return [f"{path}#{p}: differs from the recomputation" for p in
+            diff({k: stored.get(k) for k in fresh}, fresh)], stored
 
 
 def check_readme(root: Path, text: str) -> list[str]:

@@ -15,7 +15,7 @@ import sys
 
 from knee import jsonio
 from knee.arms import ARMS
-from knee.commands import COMMANDS
+from knee.commands import COMMANDS, DETAILS
 from knee.errors import KneeError
 from knee.folder import (
     judge_bar,
@@ -146,9 +146,12 @@ def cmd_compare(args) -> int:
 def cmd_audit(args) -> int:
     from knee import audit
 
-    problems = audit.audit(args.results)
+    problems, notes = audit.examine(args.results)
     for p in problems:
         print(p)
+    for n in notes:
+        print(f"note: {n}", file=sys.stderr)
+    print(f"note: {audit.LIMITS}", file=sys.stderr)
     print(f"{args.results}: {'OK' if not problems else f'{len(problems)} problem(s)'}",
           file=sys.stderr)
     return 0 if not problems else EXIT_AUDIT
@@ -284,7 +287,8 @@ def parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     for name, (what, example, args) in COMMANDS.items():
-        p = sub.add_parser(name, help=what, description=what, epilog=f"example:\n  {example}",
+        p = sub.add_parser(name, help=what, description=DETAILS.get(name, what),
+                           epilog=f"example:\n  {example}",
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         for flag, kw in args:
             p.add_argument(flag, **kw)

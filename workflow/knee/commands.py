@@ -120,3 +120,26 @@ COMMANDS = {
     "manifest": ("write MANIFEST.sha256: the sha256 of every raw and derived file",
                  f"knee manifest {R}", [RESULTS]),
 }
+
+# longer descriptions, for `knee COMMAND --help`
+DETAILS = {
+    "audit": """Recompute a results folder from its raw measurements up and report every
+disagreement (exit 4), naming the file and the field:
+  - plan.json re-made from the folder's copy of the config (workflow/config.yaml), and the
+    bar's and config's sha256 recomputed from content and held against every boot receipt
+    (each written before its session measured anything): a bar not registered before a boot
+    is a problem;
+  - each boot receipt's session, pair, arm, resolved server settings and argv against the
+    plan's arm for that session;
+  - each raw file bound to its session (its session field; the scrapes' engine process start
+    time inside that boot) and, for sessions that recorded them, to the sha256 its stop
+    receipt took when the session published;
+  - every derived file recomputed and compared: window metrics, comparison, bar, tables,
+    comparison.md, verdict.html, acceptance.json, every figure, recommend/, README.md;
+  - MANIFEST.sha256 and the RO-Crate against the files.
+Checks a folder cannot support (an older folder lacks some receipt fields) are listed as
+"not possible". What one folder cannot prove about itself: receipts and raw files forged
+together, consistently with each other, with plan.json and with the config copy, pass
+(nothing in the folder is signed); where the folder lies in a git repository, the audit says
+whether plan.json was committed before the receipts and whether its bar changed since.""",
+}

@@ -173,16 +173,25 @@ def plan_config(config: dict, source: str, repo: Path | str) -> tuple[dict, dict
 
 def make_plan(config: dict, config_path: str = "config") -> dict:
     check_servers(config, config_path)
-    arms = resolve_arms(config)
-    check_one_variable(arms, config["variable"], config_path)
+    check_one_variable(resolve_arms(config), config["variable"], config_path)
     check_bar(config, config_path)
-    check_depths(config, arms, config_path)
+    check_depths(config, resolve_arms(config), config_path)
     places.check(config, config_path)
-    protocol = config["protocol"]
-    lo, hi = stopping.bounds(protocol["pairs"])
+    lo, hi = stopping.bounds(config["protocol"]["pairs"])
     if lo > hi:
         raise KneeError(f"{config_path}: protocol.pairs: min {lo} is more than max {hi}")
-    planned = sessions(pair_orders(hi, protocol["order"], protocol["seed"]))
+    prediction = prediction_ref(config["prediction"], config_path) \
+        if "prediction" in config else None
+    return plan_of(config, config_path, prediction)
+
+
+def plan_of(config: dict, config_path: str, prediction: dict | None = None) -> dict:
+    """The plan of a checked config (no check, nothing read: the audit re-makes a folder's
+    plan from its copy of the config with it); `prediction` is the registered reference of a
+    verification run's recommendation."""
+    protocol = config["protocol"]
+    planned = sessions(pair_orders(stopping.bounds(protocol["pairs"])[1], protocol["order"],
+                                   protocol["seed"]))
     plan = {
         "name": config["name"],
         "question": config.get("question", ""),
@@ -190,22 +199,28 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
         "config_file": config_path,
         "config_sha256": measured_sha256(config),
         "variable": config["variable"],
-        "arms": arms,
+        "arms": resolve_arms(config),
         "model": model_ref(config),
         "runtime": config["runtime"],
         "protocol": {**protocol, "sessions": planned},
         "instruments": config["instruments"],
         "analysis": config["analysis"],
         "bar": config["bar"],
-        "bar_sha256": bar_sha256(config["bar"], planned, protocol["pairs"]),
     }
-    if "prediction" in config:
-        plan["prediction"] = prediction_ref(config["prediction"], config_path)
-        plan["bar_sha256"] = bar_sha256({**config["bar"], "prediction": plan["prediction"]},
-                                        planned, protocol["pairs"])
+    plan["bar_sha256"] = registered_bar_sha256(plan)
+    if prediction is not None:
+        plan["prediction"] = prediction
+        plan["bar_sha256"] = registered_bar_sha256(plan)
     if isinstance(protocol["pairs"], dict):
         plan["protocol"]["stopping"] = stopping.RULE
     return plan
+
+
+def registered_bar_sha256(plan: dict) -> str:
+    """The bar's sha256 as registered in a plan, recomputed from the plan's own content."""
+    bar = {**plan["bar"], "prediction": plan["prediction"]} if "prediction" in plan \
+        else plan["bar"]
+    return bar_sha256(bar, plan["protocol"]["sessions"], plan["protocol"]["pairs"])
 
 
 def prediction_ref(path: str, source: str) -> dict:

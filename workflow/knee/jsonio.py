@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import os
@@ -133,6 +134,15 @@ def check(kind: str, data: Any, source: str) -> None:
     if errors:
         lines = [f"{source}: {where(e)}: {e.message}" for e in errors[:20]]
         raise KneeError("invalid " + kind + ":\n  " + "\n  ".join(lines))
+
+
+def sha256_file(path: Path | str) -> str:
+    """A file's sha256, read in blocks (no whole-file read)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def atomic_write_text(path: Path, text: str | bytes) -> None:

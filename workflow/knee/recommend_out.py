@@ -110,7 +110,7 @@ def verify_text(rec: dict, plan: dict, config_paths: list[Path]) -> str:
     home = Path("results") / plan["name"] / "recommend"
     cfg = verify_config(rec, plan, configfile.load_all(config_paths), home / "recommendation.json")
     return ("# The paired run that checks the recommendation (knee recommend). Run it with\n"
-            f"#   snakemake --configfile {home}/verify.yaml\n"
+            f"#   snakemake --config experiment={home}/verify.yaml\n"
             + yaml.safe_dump(cfg, sort_keys=False, width=100))
 
 

@@ -226,8 +226,12 @@ def stop(s: Session, engine: Engine, ok: bool) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     stopped = engine.stop(s.rt["stop_timeout_s"])
+    raw = s.staging / "raw" / s.sid
+    # what the session publishes, hashed as it publishes it: the audit holds the raw files to it
+    measured = {"raw_sha256": {p.name: jsonio.sha256_file(p) for p in sorted(raw.iterdir())
+                               if p.is_file()}} if ok else {}
     s.receipt("stop", {"stopped_at": now(), "completed": ok, "log": str(s.log), **stopped,
-                       "resources": used(s)})
+                       "resources": used(s), **measured})
     if not ok:
         failed = s.root / "failed" / f"{s.sid}-{int(time.time())}"
         failed.parent.mkdir(parents=True, exist_ok=True)
