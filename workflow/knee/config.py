@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,15 @@ def model_ref(config: dict) -> dict:
         return {"path": m["path"], "name": name, "generated": False}
     g = m["generate"]
     name = f"tiny-llama-s{g['seed']}-l{g['layers']}-h{g['hidden']}"
-    return {"path": f"resources/models/{name}", "name": m.get("name") or name, "generated": True}
+    # the shapes the first generator had no flag for, and config-only models, named apart
+    name += "".join(f"-{tag}{g[key]}" for key, tag in (("heads", "a"), ("kv_heads", "kv"),
+                                                       ("intermediate", "i"))
+                    if key in g and (key != "heads" or "kv_heads" in g))
+    if g.get("weights") is False:
+        name += "-noweights"
+    ref = {"path": f"resources/models/{name}", "name": m.get("name") or name, "generated": True}
+    return ref | ({"weights": "none: the engine draws random weights (load-format dummy)"}
+                  if g.get("weights") is False else {})
 
 
 def check_bar(config: dict, source: str = "config") -> None:
@@ -124,9 +133,15 @@ def check_bar(config: dict, source: str = "config") -> None:
 
 
 def workflow_commit(repo: Path | str = ".") -> dict:
-    """The git commit of the workflow and whether the work tree differs from it."""
+    """The git commit of the workflow and whether the work tree differs from it. A copy of the
+    workflow without its git history (a host files are carried to) may state the commit it is
+    a copy of in KNEE_WORKFLOW_COMMIT: recorded as stated, unverified."""
+    import os
     import subprocess
 
+    stated = os.environ.get("KNEE_WORKFLOW_COMMIT", "")
+    fallback = {"commit": stated, "dirty": None, "stated_by": "KNEE_WORKFLOW_COMMIT"} \
+        if re.fullmatch(r"[0-9a-f]{40}", stated) else {"commit": None, "dirty": None}
     try:
         head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"],
                               capture_output=True, text=True, timeout=30)
@@ -134,9 +149,9 @@ def workflow_commit(repo: Path | str = ".") -> dict:
                                  "--untracked-files=no"],
                                 capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return {"commit": None, "dirty": None}
+        return fallback
     if head.returncode != 0:
-        return {"commit": None, "dirty": None}
+        return fallback
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
@@ -176,6 +191,7 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
     check_one_variable(resolve_arms(config), config["variable"], config_path)
     check_bar(config, config_path)
     check_depths(config, resolve_arms(config), config_path)
+    check_engine(config, resolve_arms(config), config_path)
     places.check(config, config_path)
     lo, hi = stopping.bounds(config["protocol"]["pairs"])
     if lo > hi:
@@ -306,9 +322,28 @@ def model_args(config: dict) -> str:
     """The tiny-model generator's flags (integers only, from the validated config)."""
     g = config["model"].get("generate", {})
     flags = {"seed": g.get("seed"), "layers": g.get("layers"), "hidden": g.get("hidden"),
-             "heads": g.get("heads"), "vocab-size": g.get("vocab_size"),
+             "heads": g.get("heads"), "kv-heads": g.get("kv_heads"),
+             "intermediate": g.get("intermediate"), "vocab-size": g.get("vocab_size"),
              "max-len": g.get("max_len")}
-    return " ".join(f"--{k} {int(v)}" for k, v in flags.items() if v is not None)
+    out = " ".join(f"--{k} {int(v)}" for k, v in flags.items() if v is not None)
+    return out + (" --no-weights" if g.get("weights") is False else "")
+
+
+def check_engine(config: dict, arms: dict, source: str) -> None:
+    """A config-only model is served by an engine that draws its weights (load-format dummy);
+    an engine environment and GPUs belong to the process runtime."""
+    rt = config["runtime"]
+    for key in ("engine", "gpus"):
+        if key in rt and rt["kind"] != "process":
+            raise KneeError(f"{source}: runtime.{key}: only the process runtime boots an engine "
+                            f"environment of knee's choosing, not {rt['kind']!r}")
+    if config["model"].get("generate", {}).get("weights") is False:
+        for arm, server in arms.items():
+            if server.get("args", {}).get("load-format") != "dummy":
+                raise KneeError(
+                    f"{source}: model.generate.weights: false writes no weights, so the "
+                    f"engine must draw them: arms.{arm} needs server.args load-format: dummy "
+                    f"(it has {server.get('args', {}).get('load-format')!r})")
 
 
 def describe(plan: dict) -> str:

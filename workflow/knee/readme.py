@@ -107,6 +107,11 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
                        f"{fmt(c['control_range'][1])}){over}.")
     out += [f"{flag}." for flag in comparison.get("host_flags", [])]
     out += [speed_caveat(comparison["host_speed"])] if comparison.get("host_speed") else []
+    out += [gpu_caveat(comparison["gpu"])] if comparison.get("gpu") else []
+    out += [f"Engine-side difference beyond the variable ({d['kind']}, "
+            f"{' and '.join(d['arms'])}): {d['what']} "
+            "([comparison.json](comparison/comparison.json#/engine_differences))."
+            for d in comparison.get("engine_differences", [])]
     out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
     return out
 
@@ -119,6 +124,17 @@ def speed_caveat(speed: dict) -> str:
             "ran, [comparison.json](comparison/comparison.json#/host_speed))"
             + (f"; correlation over the boots between that speed and each bar figure: {follows}"
                " (near +1: the figure moves with the host's speed, not the server's)"
+               if follows else "") + ".")
+
+
+def gpu_caveat(clocks: dict) -> str:
+    lo, hi = clocks["range"]
+    follows = ", ".join(f"{r['rule']} {r['correlation']:+.2f}" for r in clocks["rules"])
+    seen = ", ".join(clocks["reasons_seen"]) or "none"
+    return (f"The GPUs' SM clock was {lo:.0f}–{hi:.0f} MHz during the windows (median of "
+            f"each window's samples, spread {clocks['spread_pct']:.1f} %; clock-event reasons "
+            f"seen: {seen}; [comparison.json](comparison/comparison.json#/gpu))"
+            + (f"; correlation over the boots between that clock and each bar figure: {follows}"
                if follows else "") + ".")
 
 

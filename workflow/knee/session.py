@@ -16,12 +16,14 @@ import shutil
 import signal
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from knee import (
     cache,
+    gpu,
     hostfacts,
     hostspeed,
     instruments,
@@ -29,6 +31,7 @@ from knee import (
     places,
     progress,
     receipts,
+    resolved,
     secrets,
 )
 from knee.arms import server_argv
@@ -175,7 +178,10 @@ def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
     if s.rt["kind"] == "docker":
         return container_engine(s.plan, s.sid, s.arm, model, engine_facts, s.log, port,
                                 s.cache_root, engine_cpus)
-    env = {**s.arm.get("env", {}), "VLLM_CACHE_ROOT": str(s.cache_root)}
+    env = {**(s.rt.get("engine") or {}).get("env", {}), **s.arm.get("env", {}),
+           "VLLM_CACHE_ROOT": str(s.cache_root)}
+    if s.rt.get("gpus"):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, s.rt["gpus"]))
     argv = server_argv(python, s.arm, model["path"], model["name"], s.rt["host"], port)
     engine = Engine(argv=argv, env=env, log=s.log, host=s.rt["host"], port=port,
                     pidfile=s.root / ".run" / f"{s.sid}.pid", cpus=engine_cpus)
@@ -192,12 +198,16 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
     engine.start()
     boot_s = engine.wait_healthy(s.rt["boot_timeout_s"])
     pair_arm = {"pair": s.info["pair"], "arm": s.info["arm"]}
+    hardware = receipts.hardware()
+    if s.rt.get("gpus"):
+        hardware["nvml"] = gpu.facts(gpu.nvml(), s.rt["gpus"])
     if not s.external:
         cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before)
+        facts = {**facts, "engine_resolved": resolved.read(s.log.read_text(errors="replace"))}
     s.receipt("boot", {
         **pair_arm, "runtime": s.rt["kind"], "started_at": started,
         "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,
-        "server": secrets.redact_arm(s.arm), "hardware": receipts.hardware(),
+        "server": secrets.redact_arm(s.arm), "hardware": hardware,
         "config_sha256": s.plan["config_sha256"], "bar_sha256": s.plan["bar_sha256"],
         "workflow": s.plan.get("workflow"),
         "compile_cache": cache_before and after_boot(s, cache_before),
@@ -289,6 +299,8 @@ def preflight(plan: dict, arm_name: str) -> None:
         raise KneeError(f"the {arm_name} arm's secret_env: ${missing[0]} is not set in "
                                "knee's environment; nothing was booted")
     places.check_cpus(plan["runtime"].get("engine_cpus"), "plan.json")
+    if plan["runtime"].get("gpus"):
+        gpu.facts(gpu.nvml(), plan["runtime"]["gpus"])  # NVML answers for every GPU named
     if not plan["model"]["generated"]:
         places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
 
@@ -313,7 +325,9 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
                     spec.api or shared["api"], sid)
     before = endpoint.scrape(engine.metrics_url)
     pgid = engine.proc.pid if getattr(engine, "proc", None) else None
-    with hostspeed.Sampler(sorted(os.sched_getaffinity(0) | set(engine_cpus or []))) as speed:
+    gpus = plan["runtime"].get("gpus")
+    with hostspeed.Sampler(sorted(os.sched_getaffinity(0) | set(engine_cpus or []))) as speed, \
+            (gpu.Sampler(gpus) if gpus else nullcontext()) as clocks:
         host_before, group_before = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
         started = time.monotonic()
         result = spec.run(target, plan["instruments"][name])
@@ -322,7 +336,8 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     took = ended - started
     host = {**hostfacts.window(host_before, host_after, client_cpus),
             "cpu_speed_during": speed.during(started, ended),
-            "engine_processes": hostfacts.group_window(group_before, group_after, took)}
+            "engine_processes": hostfacts.group_window(group_before, group_after, took),
+            **({"gpu_during": clocks.during(started, ended)} if gpus else {})}
     after = endpoint.scrape(engine.metrics_url)
     engine.check_alive(f"{name} window")
     jsonio.atomic_write_text(out / f"{name}.prom.before", before)

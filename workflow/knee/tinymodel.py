@@ -1,4 +1,6 @@
-"""Generate a tiny Llama deterministically from a seed (random weights, BPE tokenizer).
+"""Generate a tiny Llama deterministically from a seed (random weights, BPE tokenizer), or
+with --no-weights any Llama shape as its config and tokenizer only, for an engine that draws
+random weights itself (vLLM's --load-format dummy): an 8B-shaped model in a few kilobytes.
 
 Runs in the engine environment (torch, transformers, tokenizers). No download:
 the tokenizer is trained on text generated here from the seed (and, given --prompt-dir, on
@@ -57,37 +59,48 @@ def train_tokenizer(seed: int, vocab_size: int, prompt_dir: Path | None):
 
 
 def build(out: Path, seed: int, layers: int, hidden: int, heads: int, vocab_size: int,
-          max_len: int, prompt_dir: Path | None) -> dict:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+          max_len: int, prompt_dir: Path | None, shape: dict | None = None) -> dict:
+    """shape: kv_heads, intermediate (absent: heads, twice hidden) and weights (False: the
+    config and tokenizer only)."""
+    from transformers import LlamaConfig, PreTrainedTokenizerFast
+
+    shape = {k: v for k, v in (shape or {}).items() if v is not None}
 
     tok = train_tokenizer(seed, vocab_size, prompt_dir)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
     fast.chat_template = CHAT_TEMPLATE
-    torch.manual_seed(seed)
     cfg = LlamaConfig(
         vocab_size=tok.get_vocab_size(),
         hidden_size=hidden,
-        intermediate_size=hidden * 2,
+        intermediate_size=shape.get("intermediate", hidden * 2),
         num_hidden_layers=layers,
         num_attention_heads=heads,
-        num_key_value_heads=heads,
+        num_key_value_heads=shape.get("kv_heads", heads),
         max_position_embeddings=max_len,
         bos_token_id=fast.bos_token_id,
         eos_token_id=fast.eos_token_id,
         tie_word_embeddings=False,
         torch_dtype="float32",
     )
-    model = LlamaForCausalLM(cfg)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=out.parent))
     try:
         tmp.chmod(0o755)
-        model.save_pretrained(tmp, safe_serialization=True)
+        if shape.get("weights", True):
+            import torch
+            from transformers import LlamaForCausalLM
+
+            torch.manual_seed(seed)
+            LlamaForCausalLM(cfg).save_pretrained(tmp, safe_serialization=True)
+        else:
+            cfg.save_pretrained(tmp)
         fast.save_pretrained(tmp)
         digest = model_hash(tmp)
         card = {"seed": seed, "layers": layers, "hidden": hidden, "heads": heads,
-                "vocab_size": tok.get_vocab_size(), "max_len": max_len, "sha256": digest}
+                "vocab_size": tok.get_vocab_size(), "max_len": max_len, "sha256": digest,
+                **{k: v for k, v in shape.items() if k != "weights"}}
+        if not shape.get("weights", True):
+            card["weights"] = "none: the engine draws random weights (load-format dummy)"
         (tmp / "knee-model.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
         if out.exists():
             shutil.rmtree(out)
@@ -116,10 +129,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--vocab-size", type=int, default=4096)
     ap.add_argument("--max-len", type=int, default=4096)
+    ap.add_argument("--kv-heads", type=int)
+    ap.add_argument("--intermediate", type=int)
+    ap.add_argument("--no-weights", action="store_true",
+                    help="the config and tokenizer only (serve with --load-format dummy)")
     ap.add_argument("--prompt-dir", type=Path)
     a = ap.parse_args(argv)
     card = build(a.out, a.seed, a.layers, a.hidden, a.heads, a.vocab_size, a.max_len,
-                 a.prompt_dir)
+                 a.prompt_dir, {"kv_heads": a.kv_heads, "intermediate": a.intermediate,
+                                "weights": not a.no_weights})
     print(json.dumps(card, sort_keys=True))
 
 

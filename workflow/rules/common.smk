@@ -1,5 +1,6 @@
 import json
 import os
+import shlex
 import sys
 
 from knee import config as knee_config
@@ -36,7 +37,22 @@ PROMPT_FILES = [str(p) for p in knee_prompts.fixture_files(PLAN["instruments"])]
 os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), os.getenv("PATH", "")]))
 CLEANUP_FLAGS = "--docker" if PLAN["runtime"]["kind"] == "docker" else ""
 ENGINE_VENV = "resources/engine-venv"
-ENGINE_PYTHON = f"{ENGINE_VENV}/bin/python"
+# runtime.engine: an existing engine environment (a GPU host's Python with vLLM); else the
+# embedded CPU engine, built by rule engine_env
+ENGINE = PLAN["runtime"].get("engine")
+ENGINE_PYTHON = ENGINE["python"] if ENGINE else f"{ENGINE_VENV}/bin/python"
+ENGINE_FACTS = f"{R}/receipts/engine.json" if ENGINE else f"{ENGINE_VENV}/knee-engine.json"
+
+
+def engine_env_words(pythonpath=None):
+    """The engine environment's variables as `env` words (shell-quoted), with a folder put
+    first on its PYTHONPATH."""
+    env = dict((ENGINE or {}).get("env", {}))
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
+    return " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
+
+
 MODEL = PLAN["model"]
 
 
@@ -73,7 +89,7 @@ def get_engine_input(wildcards):
         return [f"{R}/receipts/image.json"]
     if PLAN["runtime"]["kind"] == "external":
         return [f"{R}/receipts/servers.json"]
-    return unless_published(wildcards.sid, list(rules.engine_env.output))
+    return unless_published(wildcards.sid, [ENGINE_FACTS])
 
 
 def get_code(command):

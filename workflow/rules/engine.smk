@@ -17,10 +17,28 @@ rule engine_env:
         " && knee engine-info --python {params.venv}/bin/python --out {output}) > {log} 2>&1"
 
 
+if ENGINE:
+
+    rule engine_info:
+        """An existing engine environment (runtime.engine): its Python and package versions."""
+        input:
+            plan=ancient(f"{R}/plan.json"),
+        output:
+            ENGINE_FACTS,
+        log:
+            f"{R}/logs/engine_info.log",
+        localrule: True
+        conda:
+            "../../envs/workflow.yaml"
+        shell:
+            "knee engine-info --plan {input.plan} --out {output} > {log} 2>&1"
+
+
 rule tiny_model:
-    """A tiny Llama generated deterministically from a seed (no download)."""
+    """A Llama generated deterministically from a seed (no download): a tiny one with its
+    weights, or any shape as its config and tokenizer only (model.generate.weights: false)."""
     input:
-        rules.engine_env.output,
+        ENGINE_FACTS,
     output:
         directory(MODEL["path"]),
     log:
@@ -31,8 +49,9 @@ rule tiny_model:
     params:
         python=ENGINE_PYTHON,
         args=lambda wildcards: knee_config.model_args(config),
+        env=engine_env_words("workflow"),
     shell:
-        "PYTHONPATH=workflow {params.python} -m knee.tinymodel --out {output} {params.args}"
+        "env {params.env} {params.python} -m knee.tinymodel --out {output} {params.args}"
         " > {log} 2>&1"
 
 
