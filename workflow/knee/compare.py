@@ -227,7 +227,7 @@ def gpu_clocks(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None
     reasons = sorted({r for s in sessions.values() for raw in s["raw"].values()
                       for g in ((raw.get("host") or {}).get("gpu_during") or {}).values()
                       for r, share in g.get("reasons", {}).items() if share > 0})
-    return {"gpus": plan["runtime"]["gpus"], "reasons_seen": reasons, **found}
+    return {"gpus": plan.get("runtime", {}).get("gpus"), "reasons_seen": reasons, **found}
 
 
 def per_window(plan: dict, sessions: dict, pick, name: str) -> dict | None:

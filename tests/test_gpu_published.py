@@ -1,0 +1,47 @@
+"""The published GPU runs, checked on a machine without a GPU: what every receipt and window
+of them must carry, and that they audit here."""
+
+import pytest
+
+from knee import audit, jsonio
+from tests.conftest import ROOT
+
+FOLDERS = ["ksched-h200", "aa-h200"]
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_every_boot_names_its_gpu_and_vllm_and_every_window_carries_gpu_samples(name):
+    root = ROOT / "results" / name
+    plan = jsonio.read(root / "plan.json", "plan")
+    for s in plan["protocol"]["sessions"]:
+        boot = jsonio.read(root / "receipts" / f"{s['id']}-boot.json", "boot")
+        assert boot["hardware"]["nvml"][0]["name"] == "NVIDIA H200"
+        assert boot["engine"]["packages"]["vllm"] == "0.26.0"
+        assert boot["model"]["weights"].startswith("none: the engine draws random weights")
+        for inst in plan["instruments"]:
+            if inst in ("seed", "api", "request_timeout_s"):
+                continue
+            raw = jsonio.read(root / "raw" / s["id"] / f"{inst}.json", "raw")
+            samples = raw["host"]["gpu_during"]["gpu0"]
+            assert samples["samples"] > 0 and samples["sm_clock_mhz"]["median"] > 0
+
+
+def test_the_gpu_aa_reports_its_false_positives_and_mde():
+    text = (ROOT / "results" / "aa-h200" / "README.md").read_text()
+    assert "### A/A calibration" in text and "excludes zero" in text and "| MDE |" in text
+
+
+def test_the_cudagraph_override_is_reported_as_a_confound():
+    comparison = jsonio.read(ROOT / "results" / "ksched-h200" / "comparison" /
+                             "comparison.json", "comparison")
+    assert [d["arms"] for d in comparison["engine_differences"]] == [["candidate"]]
+    assert "Overriding cudagraph_mode" in comparison["engine_differences"][0]["what"]
+    assert "Engine-side difference beyond the variable" in \
+        (ROOT / "results" / "ksched-h200" / "README.md").read_text()
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_the_gpu_folders_audit_on_a_cpu_machine(name):
+    problems, notes = audit.examine(ROOT / "results" / name)
+    assert problems == []
+    assert not [n for n in notes if n.startswith("not possible")], notes
