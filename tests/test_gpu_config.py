@@ -34,11 +34,19 @@ def test_a_model_without_weights_needs_an_engine_that_draws_them():
         config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
 
 
-@pytest.mark.parametrize("key", ["engine", "gpus"])
-def test_an_engine_environment_or_gpus_belong_to_the_process_runtime(key):
+def test_an_engine_environment_belongs_to_the_process_runtime():
     cfg = configfile.load(ROOT / "config" / "ksched.yaml")  # the docker runtime
-    cfg["runtime"][key] = h200()["runtime"][key]
-    with pytest.raises(KneeError, match=rf"runtime.{key}: only the process runtime"):
+    cfg["runtime"]["engine"] = h200()["runtime"]["engine"]
+    with pytest.raises(KneeError, match=r"runtime.engine: only the process runtime"):
+        config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
+
+
+@pytest.mark.parametrize("gpus", ["all", 2, [0, "GPU-1"]])
+def test_the_process_runtime_takes_gpu_ids_only(gpus):
+    cfg = h200()
+    cfg["runtime"]["gpus"] = gpus
+    with pytest.raises(KneeError, match=r"runtime.gpus: .*the process runtime takes a list of "
+                                        r"GPU ids"):
         config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
 
 
@@ -70,3 +78,10 @@ def test_engine_info_names_an_engine_python_that_cannot_run(tmp_path):
                        timeout=60)
     assert r.returncode == 1 and "runtime.engine.python: " in r.stderr
     assert "cannot run it" in r.stderr and not (tmp_path / "e.json").exists()
+
+
+def test_no_schema_holds_a_key_twice():
+    """YAML keeps the last of two equal keys silently: a schema property written twice would
+    lose one of its definitions. knee's own strict reader refuses that."""
+    for path in sorted((ROOT / "workflow" / "schemas").glob("*.yaml")):
+        configfile.parse(configfile.text_of(path), str(path))

@@ -333,10 +333,14 @@ def check_engine(config: dict, arms: dict, source: str) -> None:
     """A config-only model is served by an engine that draws its weights (load-format dummy);
     an engine environment and GPUs belong to the process runtime."""
     rt = config["runtime"]
-    for key in ("engine", "gpus"):
-        if key in rt and rt["kind"] != "process":
-            raise KneeError(f"{source}: runtime.{key}: only the process runtime boots an engine "
-                            f"environment of knee's choosing, not {rt['kind']!r}")
+    if "engine" in rt and rt["kind"] != "process":
+        raise KneeError(f"{source}: runtime.engine: only the process runtime boots an engine "
+                        f"environment of knee's choosing, not {rt['kind']!r}")
+    gpus = rt.get("gpus")
+    if rt["kind"] == "process" and gpus is not None and not (
+            isinstance(gpus, list) and gpus and all(type(g) is int for g in gpus)):
+        raise KneeError(f"{source}: runtime.gpus: {gpus!r}: the process runtime takes a list of "
+                        "GPU ids, e.g. [0] (CUDA_VISIBLE_DEVICES)")
     if config["model"].get("generate", {}).get("weights") is False:
         for arm, server in arms.items():
             if server.get("args", {}).get("load-format") != "dummy":
