@@ -241,8 +241,10 @@ CASES = [
 
 # refused on the command line (Snakemake only): the arguments after `snakemake -n`
 COMMAND_LINE = [
-    ("configfile", ["--configfile", "config/config.yaml"], r"--configfile config/config.yaml: "
-     r"knee reads the experiment file itself"),
+    ("configfile-and-experiment", ["--configfile", "config/config.yaml", "--config",
+                                   "experiment=config/aa-cpu.yaml"],
+     r"--configfile config/config.yaml and --config experiment=\.\.\.: two ways of naming the "
+     r"experiment"),
     ("config-other-key", ["--config", "pairs=1"], r"--config pairs=1: not a command-line setting"),
     ("config-bad-name", ["--config", "name=a/b"], r"--config name='a/b': 'a/b' is not an "
      r"experiment name"),

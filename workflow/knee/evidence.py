@@ -12,7 +12,7 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-from knee import arms, config, configfile, jsonio
+from knee import arms, config, configfile, jsonio, secrets
 from knee.errors import KneeError
 
 # process_start_time_seconds has 0.1 s resolution and started_at whole seconds
@@ -124,10 +124,12 @@ def booted_as_planned(plan: dict, sessions: list[dict], boots: dict[str, dict]) 
         arm = plan["arms"][s["arm"]]
         if plan["runtime"]["kind"] == "external":
             continue  # knee booted nothing: the server's settings are the operator's
+        # both as a receipt records them: secrets and credential-like values redacted
         problems += [f"{where}#/server{p}: differs from plan.json#/arms/{s['arm']}{p}"
-                     for p in diff(boot.get("server"), arm)]
+                     for p in diff(boot.get("server"), secrets.redact_arm(arm))]
         shown = argv_settings(boot.get("argv", []))
-        want = argv_settings(arms.server_argv("python", arm, "m", "m", "h", 0))
+        want = argv_settings(secrets.redact_argv(arms.server_argv("python", arm, "m", "m", "h",
+                                                                  0)))
         for flag, value in want.items():
             if flag in ("model", "served-model-name", "host", "port"):
                 continue
