@@ -6,7 +6,7 @@ import pytest
 from knee import audit, jsonio
 from tests.conftest import ROOT
 
-FOLDERS = ["ksched-h200", "aa-h200"]
+FOLDERS = ["ksched-h200", "aa-h200", "noise-h200"]
 
 
 @pytest.mark.parametrize("name", FOLDERS)
