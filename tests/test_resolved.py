@@ -59,3 +59,14 @@ def test_the_port_and_the_variable_itself_are_not_differences():
 
 def test_older_boots_without_what_the_engine_resolved_give_no_differences():
     assert resolved.differences(VARIABLE, [{"arm": "control"}, {"arm": "candidate"}]) == []
+
+
+def test_a_credential_in_the_engine_log_never_reaches_the_receipt():
+    canary = "sk-" + "Zq4R7tLm2Vx9Kp3Wn8Bj"
+    text = (DATA / "h200-engine-control.log").read_text().replace(
+        "'dtype': 'bfloat16'", f"'dtype': 'bfloat16', 'api_key': ['{canary}'], "
+        f"'hf_token': 'plain-words-here'") + f"WARNING x [a.py:1] Disabling auth {canary}\n"
+    got = resolved.read(text)
+    assert canary not in repr(got) and "plain-words-here" not in repr(got)
+    assert got["non_default_args"]["api_key"] == got["non_default_args"]["hf_token"]
+    assert got["non_default_args"]["dtype"] == "bfloat16"

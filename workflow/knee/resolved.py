@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import re
 
+from knee import secrets
+
 # vLLM's log prefix: "(APIServer pid=1) INFO 12-01 10:00:00 [file.py:12] " (the process tag
 # optional, the timestamp's form varies)
 PREFIX = re.compile(r"^(?:\(\S+ pid=\d+\)\s*)?(?:INFO|WARNING|DEBUG|ERROR)\s+[^\[]*\[[^\]]*\]\s*")
@@ -38,18 +40,25 @@ def read(log_text: str) -> dict:
                 args = {"unparsed": text[len(ARGS):][:2000]}
         elif CHANGES.search(text) and text not in changes and len(changes) < MAX_CHANGES:
             changes.append(text[:500])
-    return {"non_default_args": plain(args), "changes": changes}
+    return {"non_default_args": plain(args), "changes": [secrets.redact_value(c)
+                                                          for c in changes]}
 
 
-def plain(value):
-    """A literal as JSON data (tuples as lists, other keys as text)."""
+def plain(value, key: str = ""):
+    """A literal as JSON data (tuples as lists, other keys as text), passed through the
+    receipts' redaction: an argument whose name says it is a credential (api_key, hf_token)
+    and any value that looks like one are never recorded."""
     if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {str(k): plain(v, str(k)) for k, v in value.items()}
+    if key and secrets.secret_name(key) and value not in (None, [], ""):
+        return secrets.REDACTED
     if isinstance(value, (list, tuple, set)):
         return [plain(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, str):
+        return secrets.redact_value(value)
+    if value is None or isinstance(value, (bool, int, float)):
         return value
-    return repr(value)
+    return secrets.redact_value(repr(value))
 
 
 def variable_keys(variable: str | list[str] | None) -> set[str]:
