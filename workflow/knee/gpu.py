@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 from knee.errors import KneeError
-from knee.hostspeed import _die_with_parent
+from knee.hostspeed import ChildSampler
 
 INTERVAL_S = 0.25
 # nvmlClocksEventReasons (formerly throttle reasons), bit by bit
@@ -129,31 +127,19 @@ def summary(samples: list[dict], t0: float, t1: float) -> dict:
     return out
 
 
-class Sampler:
-    """`with Sampler(ids) as s: ...` samples the GPUs in a child process for the duration of the
-    block; `s.during(t0, t1)` summarises it. The child dies with its parent, even by SIGKILL."""
+class Sampler(ChildSampler):
+    """`with Sampler(ids) as s: ...` samples the GPUs while the block runs; `s.during(t0, t1)`
+    summarises it."""
 
     def __init__(self, ids: list[int], interval: float = INTERVAL_S):
         self.ids, self.interval, self.samples = sorted(set(ids)), interval, []
 
-    def __enter__(self) -> Sampler:
-        self.out = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "knee.gpu", ",".join(map(str, self.ids)), str(self.interval)],
-            stdout=self.out, preexec_fn=_die_with_parent)
-        return self
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "knee.gpu", ",".join(map(str, self.ids)),
+                str(self.interval)]
 
-    def __exit__(self, *exc) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.out.seek(0)
-        self.samples = [json.loads(line) for line in self.out.read().splitlines()
-                        if line.startswith("{")]
-        self.out.close()
+    def parse(self, text: str) -> list[dict]:
+        return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
     def during(self, t0: float, t1: float) -> dict:
         return summary(self.samples, t0, t1)

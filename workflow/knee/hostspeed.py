@@ -72,18 +72,22 @@ def parse(text: str) -> list[tuple[float, str, float]]:
     return out
 
 
-class Sampler:
-    """`with Sampler(cpus) as s: ...` samples in a child process for the duration of the block;
-    `s.during(t0, t1)` summarises it. The child dies with its parent, even by SIGKILL."""
+class ChildSampler:
+    """A sampler in a child process for the duration of a `with` block: `argv()` starts it, its
+    output is `parse`d into `samples` when the block ends, `during(t0, t1)` summarises them.
+    The child dies with its parent, even by SIGKILL."""
 
-    def __init__(self, cpus: list[int], interval: float = INTERVAL_S):
-        self.cpus, self.interval, self.samples = sorted(set(cpus)), interval, []
+    samples: list
 
-    def __enter__(self) -> Sampler:
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def parse(self, text: str) -> list:
+        raise NotImplementedError
+
+    def __enter__(self):
         self.out = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "knee.hostspeed", ",".join(map(str, self.cpus)),
-             str(self.interval)], stdout=self.out, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(self.argv(), stdout=self.out, preexec_fn=_die_with_parent)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -94,8 +98,22 @@ class Sampler:
             self.proc.kill()
             self.proc.wait()
         self.out.seek(0)
-        self.samples = parse(self.out.read())
+        self.samples = self.parse(self.out.read())
         self.out.close()
+
+
+class Sampler(ChildSampler):
+    """`with Sampler(cpus) as s: ...` samples the CPUs' speed while the block runs."""
+
+    def __init__(self, cpus: list[int], interval: float = INTERVAL_S):
+        self.cpus, self.interval, self.samples = sorted(set(cpus)), interval, []
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "knee.hostspeed", ",".join(map(str, self.cpus)),
+                str(self.interval)]
+
+    def parse(self, text: str) -> list:
+        return parse(text)
 
     def during(self, t0: float, t1: float) -> dict:
         return summary(self.samples, t0, t1)
