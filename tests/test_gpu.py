@@ -109,3 +109,11 @@ def test_the_sampler_process_samples_while_the_block_runs(tmp_path, monkeypatch)
     assert got["samples"] >= 5 and got["sm_clock_mhz"]["median"] == 1965.0
     assert got["utilization_pct"]["median"] == 70 and got["reasons"] == {}
     assert s.proc.poll() is not None  # stopped with the block
+
+
+def test_only_the_process_runtimes_gpu_ids_reach_nvml():
+    """docker's gpus is the container's request ("all", a count): knee reads no NVML for it."""
+    assert gpu.ids({"kind": "process", "gpus": [0, 1]}) == [0, 1]
+    assert gpu.ids({"kind": "docker", "gpus": "all"}) is None
+    assert gpu.ids({"kind": "docker", "gpus": [0]}) is None
+    assert gpu.ids({"kind": "process"}) is None

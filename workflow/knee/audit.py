@@ -137,7 +137,7 @@ def examine(root: Path) -> tuple[list[str], list[str]]:
     text = readme.render(plan, comparison, bar, boots, acceptance,
                          **session_receipts(plan, root), root=root,
                          recommendation=recommendation_of(root))
-    notes += evidence.git_history(root)
+    notes += evidence.git_history(root, plan)
     return problems + check_readme(root, text), list(dict.fromkeys(notes))
 
 
@@ -210,8 +210,8 @@ def check_prediction(plan: dict, root: Path | None = None) -> list[str]:
 
 
 def check_recommendation(root: Path, plan: dict) -> list[str]:
-    """recommend/: the recommendation recomputed from the raw files, and its README and
-    verify.yaml rendered again, equal to what is published."""
+    """recommend/: the recommendation recomputed from the raw files, and its README,
+    verify.yaml and figure rendered again, equal to what is published."""
     from knee import recommend_out, recommend_report
 
     problems = check_prediction(plan, root)
@@ -228,7 +228,7 @@ def check_recommendation(root: Path, plan: dict) -> list[str]:
     for name, text in texts.items():
         if (folder / name).read_text() != text:
             problems.append(f"recommend/{name}: differs from the recomputation")
-    return problems
+    return problems + rendered.recommend_figure(root, stored)
 
 
 def check_order(root: Path, plan: dict, boots: list[dict]) -> list[str]:

@@ -188,10 +188,11 @@ def plan_config(config: dict, source: str, repo: Path | str) -> tuple[dict, dict
 
 def make_plan(config: dict, config_path: str = "config") -> dict:
     check_servers(config, config_path)
-    check_one_variable(resolve_arms(config), config["variable"], config_path)
+    arms = resolve_arms(config)
+    check_one_variable(arms, config["variable"], config_path)
     check_bar(config, config_path)
-    check_depths(config, resolve_arms(config), config_path)
-    check_engine(config, resolve_arms(config), config_path)
+    check_depths(config, arms, config_path)
+    check_engine(config, arms, config_path)
     places.check(config, config_path)
     lo, hi = stopping.bounds(config["protocol"]["pairs"])
     if lo > hi:
@@ -223,10 +224,9 @@ def plan_of(config: dict, config_path: str, prediction: dict | None = None) -> d
         "analysis": config["analysis"],
         "bar": config["bar"],
     }
-    plan["bar_sha256"] = registered_bar_sha256(plan)
     if prediction is not None:
         plan["prediction"] = prediction
-        plan["bar_sha256"] = registered_bar_sha256(plan)
+    plan["bar_sha256"] = registered_bar_sha256(plan)
     if isinstance(protocol["pairs"], dict):
         plan["protocol"]["stopping"] = stopping.RULE
     return plan

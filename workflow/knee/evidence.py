@@ -197,7 +197,7 @@ def bound_to_session(root: Path, plan: dict, sid: str, boot: dict, stop: dict | 
     return problems, notes
 
 
-def git_history(root: Path) -> list[str]:
+def git_history(root: Path, plan: dict) -> list[str]:
     """Where the folder lies in a git repository: whether plan.json was committed, unchanged,
     before any raw file was (the registration as git shows it)."""
     def git(*argv: str) -> subprocess.CompletedProcess:
@@ -207,11 +207,11 @@ def git_history(root: Path) -> list[str]:
     if git("rev-parse", "--is-inside-work-tree").returncode != 0:
         return ["git: the folder is not in a git repository; its history cannot be read"]
     # the latest time each was added: a folder measured anew replaces the earlier files
-    plan = git("log", "--diff-filter=A", "--format=%H", "--", "plan.json").stdout.split()
-    raw = git("log", "--diff-filter=A", "--format=%H", "--", "receipts").stdout.split()
-    if not plan or not raw:
+    plans = git("log", "--diff-filter=A", "--format=%H", "--", "plan.json").stdout.split()
+    receipts = git("log", "--diff-filter=A", "--format=%H", "--", "receipts").stdout.split()
+    if not plans or not receipts:
         return ["git: plan.json or the receipts are not committed"]
-    first_plan, first_raw = plan[0], raw[0]
+    first_plan, first_raw = plans[0], receipts[0]
     if first_plan == first_raw:
         order = "in the same commit as"
     elif git("merge-base", "--is-ancestor", first_plan, first_raw).returncode == 0:
@@ -223,7 +223,7 @@ def git_history(root: Path) -> list[str]:
         first_bar = json.loads(first.stdout).get("bar_sha256") if first.returncode == 0 else None
     except ValueError:
         first_bar = None
-    now = json.loads((Path(root) / "plan.json").read_text()).get("bar_sha256")
+    now = plan.get("bar_sha256")
     kept = "its bar_sha256 is still the one first committed" if first_bar == now else \
         f"its bar_sha256 was {str(first_bar)[:12]} when first committed, {str(now)[:12]} now"
     line = (f"git: plan.json was committed {order} the receipts ({first_plan[:12]}, "

@@ -25,6 +25,15 @@ READINGS = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "utiliz
             "memory_utilization_pct")
 
 
+def ids(runtime: dict) -> list[int] | None:
+    """The GPUs knee reads through NVML: the process runtime's runtime.gpus (device ids).
+    None for every other runtime (docker's gpus is the container's request, "all" or a count)
+    and where no GPU is named: then no GPU code runs."""
+    gpus = runtime.get("gpus")
+    return list(gpus) if runtime.get("kind") == "process" and isinstance(gpus, list) and gpus \
+        else None
+
+
 def nvml():
     """pynvml, initialised; a KneeError naming what is missing where NVML cannot be read."""
     try:

@@ -180,8 +180,8 @@ def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
                                 s.cache_root, engine_cpus)
     env = {**(s.rt.get("engine") or {}).get("env", {}), **s.arm.get("env", {}),
            "VLLM_CACHE_ROOT": str(s.cache_root)}
-    if s.rt.get("gpus"):
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, s.rt["gpus"]))
+    if gpu.ids(s.rt):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu.ids(s.rt)))
     argv = server_argv(python, s.arm, model["path"], model["name"], s.rt["host"], port)
     engine = Engine(argv=argv, env=env, log=s.log, host=s.rt["host"], port=port,
                     pidfile=s.root / ".run" / f"{s.sid}.pid", cpus=engine_cpus)
@@ -199,11 +199,12 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
     boot_s = engine.wait_healthy(s.rt["boot_timeout_s"])
     pair_arm = {"pair": s.info["pair"], "arm": s.info["arm"]}
     hardware = receipts.hardware()
-    if s.rt.get("gpus"):
-        hardware["nvml"] = gpu.facts(gpu.nvml(), s.rt["gpus"])
+    if gpu.ids(s.rt):
+        hardware["nvml"] = gpu.facts(gpu.nvml(), gpu.ids(s.rt))
     if not s.external:
-        cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before)
-        facts = {**facts, "engine_resolved": resolved.read(s.log.read_text(errors="replace"))}
+        log = s.log.read_text(errors="replace")  # read once: the cache and the engine's settings
+        cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before, log)
+        facts = {**facts, "engine_resolved": resolved.read(log)}
     s.receipt("boot", {
         **pair_arm, "runtime": s.rt["kind"], "started_at": started,
         "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,
@@ -215,10 +216,9 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
 
 
 def cache_receipt(s: Session, pair_arm: dict, boot_s: float, arm_key: str, expected: dict,
-                  snap_before: dict) -> None:
-    """What the boot did with the compile cache, against what was expected before it."""
-    observed = cache.observe(s.log.read_text(errors="replace"), snap_before,
-                             cache.snapshot(s.cache_root))
+                  snap_before: dict, log: str) -> None:
+    """What the boot did with the compile cache (its log says), against what was expected."""
+    observed = cache.observe(log, snap_before, cache.snapshot(s.cache_root))
     cache.remember(s.cache_root, arm_key, observed["key"], now())
     s.receipt("cache", {**pair_arm, "policy": s.rt["on_cache_miss"], "arm_fingerprint": arm_key,
                         "expected": expected, **observed, "boot_seconds": round(boot_s, 3)})
@@ -299,8 +299,8 @@ def preflight(plan: dict, arm_name: str) -> None:
         raise KneeError(f"the {arm_name} arm's secret_env: ${missing[0]} is not set in "
                                "knee's environment; nothing was booted")
     places.check_cpus(plan["runtime"].get("engine_cpus"), "plan.json")
-    if plan["runtime"].get("gpus"):
-        gpu.facts(gpu.nvml(), plan["runtime"]["gpus"])  # NVML answers for every GPU named
+    if gpu.ids(plan["runtime"]):
+        gpu.facts(gpu.nvml(), gpu.ids(plan["runtime"]))  # NVML answers for every GPU named
     if not plan["model"]["generated"]:
         places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
 
@@ -325,7 +325,7 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
                     spec.api or shared["api"], sid)
     before = endpoint.scrape(engine.metrics_url)
     pgid = engine.proc.pid if getattr(engine, "proc", None) else None
-    gpus = plan["runtime"].get("gpus")
+    gpus = gpu.ids(plan["runtime"])
     with hostspeed.Sampler(sorted(os.sched_getaffinity(0) | set(engine_cpus or []))) as speed, \
             (gpu.Sampler(gpus) if gpus else nullcontext()) as clocks:
         host_before, group_before = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
