@@ -20,10 +20,12 @@ def test_the_gpu_configs_plan_on_any_machine():
     plan = config.make_plan(config.validate(h200(), "ksched-h200.yaml"), "ksched-h200.yaml")
     assert plan["runtime"]["gpus"] == [0]
     assert plan["runtime"]["engine"]["env"]["PYTHONPATH"] == "/tmp/site"
-    assert plan["model"]["name"] == "tiny-llama-s0-l32-h4096-a32-kv8-i14336-noweights"
+    assert plan["model"]["name"] == "tiny-llama-s0-l32-h4096-a32-kv8-i14336-noweights-ls300000"
     assert plan["model"]["weights"].startswith("none: the engine draws random weights")
     assert config.model_args(config.validate(h200(), "x")).endswith(
-        "--kv-heads 8 --intermediate 14336 --vocab-size 32000 --max-len 4096 --no-weights")
+        "--kv-heads 8 --intermediate 14336 --vocab-size 32000 --max-len 4096 "
+        "--logit-scale 300000.0 --no-weights")
+    assert plan["instruments"]["sampling"] == {"temperature": 0.9}
 
 
 def test_a_model_without_weights_needs_an_engine_that_draws_them():

@@ -3,7 +3,8 @@ of them must carry, and that they audit here."""
 
 import pytest
 
-from knee import audit, jsonio
+from knee import audit, jsonio, rawfiles
+from knee.folder import instrument_names
 from tests.conftest import ROOT
 
 FOLDERS = ["ksched-h200", "aa-h200", "noise-h200"]
@@ -18,10 +19,8 @@ def test_every_boot_names_its_gpu_and_vllm_and_every_window_carries_gpu_samples(
         assert boot["hardware"]["nvml"][0]["name"] == "NVIDIA H200"
         assert boot["engine"]["packages"]["vllm"] == "0.26.0"
         assert boot["model"]["weights"].startswith("none: the engine draws random weights")
-        for inst in plan["instruments"]:
-            if inst in ("seed", "api", "request_timeout_s"):
-                continue
-            raw = jsonio.read(root / "raw" / s["id"] / f"{inst}.json", "raw")
+        for inst in instrument_names(plan):
+            raw = jsonio.read(rawfiles.stored(root / "raw" / s["id"], f"{inst}.json"), "raw")
             samples = raw["host"]["gpu_during"]["gpu0"]
             assert samples["samples"] > 0 and samples["sm_clock_mhz"]["median"] > 0
 

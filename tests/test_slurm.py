@@ -59,7 +59,7 @@ def test_scancel_mid_session_then_a_rerun_resubmits_only_that_session(
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
     control = jsonio.read(root / "receipts" / "1-control-boot.json", "boot")
-    control_mtime = (root / "raw" / "1-control" / "sweep.json").stat().st_mtime
+    control_mtime = (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime
     running = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"], capture_output=True,
                              text=True).stdout.split()
     assert running, "no running Slurm job to cancel"
@@ -70,7 +70,7 @@ def test_scancel_mid_session_then_a_rerun_resubmits_only_that_session(
     assert not engine_processes(ROOT), "the cancelled job left its engine running"
     assert not (root / "receipts" / "1-candidate-boot.json").exists()
     assert not (root / "receipts" / "1-candidate-stop.json").exists()
-    assert not (root / "raw" / "1-candidate" / "sweep.json").exists()
+    assert not (root / "raw" / "1-candidate" / "sweep.json.gz").exists()
 
     r = subprocess.run([*SLURM, "--config", f"experiment={path}"], cwd=ROOT,
                        capture_output=True, text=True, timeout=2400)
@@ -78,7 +78,7 @@ def test_scancel_mid_session_then_a_rerun_resubmits_only_that_session(
     submitted = [line for line in r.stderr.splitlines() if "wildcards: sid=" in line]
     assert submitted == ["    wildcards: sid=1-candidate"] or all(
         "1-control" not in line for line in submitted)
-    assert (root / "raw" / "1-control" / "sweep.json").stat().st_mtime == control_mtime
+    assert (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime == control_mtime
     again = jsonio.read(root / "receipts" / "1-control-boot.json", "boot")
     assert again["scheduler"]["job_id"] == control["scheduler"]["job_id"]
     candidate = jsonio.read(root / "receipts" / "1-candidate-boot.json", "boot")

@@ -77,7 +77,14 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert boot["compile_cache"]["existed"] in (True, False) and boot["boot_seconds"] > 0
     metrics = jsonio.read(root / "raw" / "1-candidate" / "sweep.metrics.json", "metrics")
     assert metrics["spec_decode_num_drafts"] > 0 and 0 < metrics["acceptance_rate"] <= 1
-    raw = root / "raw" / "1-control" / "sweep.json"
+    # raw files are stored compressed (the records and the full scrapes), and read expanded
+    raw = root / "raw" / "1-control" / "sweep.json.gz"
+    assert sorted(p.name for p in raw.parent.iterdir() if ".metrics." not in p.name) == sorted(
+        f"{n}.{k}.gz" for n in ("sweep", "fixture", "depth", "probe")
+        for k in ("json", "prom.before", "prom.after"))
+    assert raw.read_bytes()[:2] == b"\x1f\x8b"
+    assert "vllm:spec_decode_num_drafts_total" in jsonio.read_text(raw.with_name(
+        "sweep.prom.after.gz"))
     assert not os.access(raw, os.W_OK) or os.geteuid() == 0  # protected (root may still write)
     assert (raw.stat().st_mode & 0o222) == 0
     # how fast the engine's CPU ran while the window ran, and what the engine's processes took
@@ -90,7 +97,7 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     speed = comparison["host_speed"]
     assert speed["cpus"] == [engine_cpu] and len(speed["windows"]) >= 4
     assert "The engine's CPU ran at" in readme
-    depth_raw = jsonio.read(root / "raw" / "1-control" / "depth.json", "raw")
+    depth_raw = jsonio.read(root / "raw" / "1-control" / "depth.json.gz", "raw")
     assert [p["prefix_cache"]["hits"] for p in depth_raw["points"]] == [0, 0]
     assert [p["records"][0]["prompt_tokens"] for p in depth_raw["points"]] == [64, 512]
     assert len(comparison["depth_curves"]) == 2
@@ -141,7 +148,7 @@ def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, res
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     pidfile = root / ".run" / "1-candidate.pid"
     wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
-    control_mtime = (root / "raw" / "1-control" / "sweep.json").stat().st_mtime
+    control_mtime = (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime
     os.killpg(int(pidfile.read_text()), signal.SIGKILL)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode != 0
@@ -149,7 +156,7 @@ def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, res
     assert "engine exited with status" in session_log and "during" in session_log
     assert not engine_processes(ROOT)
     assert not (root / "receipts" / "1-candidate-boot.json").exists()
-    assert not (root / "raw" / "1-candidate" / "sweep.json").exists()
+    assert not (root / "raw" / "1-candidate" / "sweep.json.gz").exists()
     assert list((root / "failed").glob("1-candidate-*"))
 
     r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
@@ -157,7 +164,7 @@ def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, res
     assert r.returncode == 0, r.stderr[-3000:]
     assert "1-control" not in "".join(
         line for line in r.stderr.splitlines() if "wildcards: sid=" in line)
-    assert (root / "raw" / "1-control" / "sweep.json").stat().st_mtime == control_mtime
+    assert (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime == control_mtime
     assert (root / "README.md").exists()
     assert not engine_processes(ROOT)
 

@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from knee import compare, evidence, jsonio, prom, readme, rendered, tables
+from knee import compare, evidence, jsonio, prom, rawfiles, readme, rendered, tables
 from knee.errors import KneeError
 from knee.evidence import diff
 from knee.folder import (
@@ -165,7 +165,8 @@ def check_window(root: Path, sid: str, inst: str, session: dict, plan: dict) -> 
         tuple[list[str], dict]:
     """One window's metrics recomputed from its raw file and scrapes, against the stored."""
     path = root / "raw" / sid / f"{inst}.metrics.json"
-    before, after = (root / "raw" / sid / f"{inst}.prom.{w}" for w in ("before", "after"))
+    files = rawfiles.window(root / "raw" / sid, inst)
+    before, after = files["prom.before"], files["prom.after"]
     stored = jsonio.read(path, "metrics")
     try:
         fresh = window_metrics(session["raw"][inst], session["boot"], before, after,
@@ -309,11 +310,12 @@ def provenance(root: Path, plan: dict, target: str, doc: dict, pointer: str) -> 
         for pair in pairs:
             for arm in ("control", "candidate"):
                 sid = f"{pair}-{arm}"
-                raw = jsonio.read(root / "raw" / sid / f"{row['instrument']}.json", "raw")
+                path = rawfiles.stored(root / "raw" / sid, f"{row['instrument']}.json")
+                raw = jsonio.read(path, "raw")
                 pts = [p for p in raw["points"] if str(row["point"]) in ("all", str(p["point"]))]
                 n = sum(len(p["records"]) for p in pts)
                 fps = sorted({p["profile"]["prompt_sha256"][:16] for p in pts})
-                lines.append(f"raw/{sid}/{row['instrument']}.json: {len(pts)} point run(s), "
+                lines.append(f"{rawfiles.shown(root, path)}: {len(pts)} point run(s), "
                              f"{n} request records, prompt sha256 {', '.join(fps)}")
                 lines += boot_lines(root, sid)
     elif "/raw/" in f"/{target}":

@@ -290,7 +290,12 @@ def request_bytes(target, body: dict) -> bytes:
     return head + payload
 
 
-def request_body(api: str, model: str, prompt, sampling: dict) -> dict:
+def request_body(api: str, model: str, prompt, sampling: dict, index: int = 0) -> dict:
+    """One request's JSON body. A sampling seed is the window's seed plus the request's index:
+    every request samples its own stream, and the same request samples it again in every
+    session."""
+    if "seed" in sampling:
+        sampling = {**sampling, "seed": sampling["seed"] + index}
     stream = {"stream": True, "stream_options": {"include_usage": True,
                                                  "continuous_usage_stats": True}}
     if api == "chat":
@@ -305,7 +310,8 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
     """Send every prompt with `concurrency` requests in flight; return records and wall time.
     Each finished request's record is appended to `done` (a list the caller may watch)."""
     target = urlsplit(base_url + ENDPOINTS[api])
-    requests = [request_bytes(target, request_body(api, model, p, sampling)) for p in prompts]
+    requests = [request_bytes(target, request_body(api, model, p, sampling, i))
+                for i, p in enumerate(prompts)]
     loop = asyncio.get_running_loop()
     addr = (await loop.getaddrinfo(target.hostname, target.port or 80,
                                    type=socket.SOCK_STREAM))[0] if prompts else None

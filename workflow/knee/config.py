@@ -105,6 +105,8 @@ def model_ref(config: dict) -> dict:
                     if key in g and (key != "heads" or "kv_heads" in g))
     if g.get("weights") is False:
         name += "-noweights"
+    if "logit_scale" in g:
+        name += f"-ls{g['logit_scale']:g}".replace("+", "")
     ref = {"path": f"resources/models/{name}", "name": m.get("name") or name, "generated": True}
     return ref | ({"weights": "none: the engine draws random weights (load-format dummy)"}
                   if g.get("weights") is False else {})
@@ -319,13 +321,15 @@ def bar_sha256(bar: dict, planned: list[dict], pairs: int | dict | None = None) 
 
 
 def model_args(config: dict) -> str:
-    """The tiny-model generator's flags (integers only, from the validated config)."""
+    """The tiny-model generator's flags (numbers only, from the validated config)."""
     g = config["model"].get("generate", {})
     flags = {"seed": g.get("seed"), "layers": g.get("layers"), "hidden": g.get("hidden"),
              "heads": g.get("heads"), "kv-heads": g.get("kv_heads"),
              "intermediate": g.get("intermediate"), "vocab-size": g.get("vocab_size"),
              "max-len": g.get("max_len")}
     out = " ".join(f"--{k} {int(v)}" for k, v in flags.items() if v is not None)
+    if "logit_scale" in g:
+        out += f" --logit-scale {float(g['logit_scale'])!r}"
     return out + (" --no-weights" if g.get("weights") is False else "")
 
 

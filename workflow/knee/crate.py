@@ -33,18 +33,22 @@ FORMATS = {".json": "application/json", ".csv": "text/csv", ".md": "text/markdow
            ".svg": "image/svg+xml", ".html": "text/html", ".yaml": "application/yaml",
            ".txt": "text/plain", ".sha256": "text/plain", ".before": "text/plain",
            ".after": "text/plain",  # the scrapes: Prometheus text format
+           ".gz": "application/gzip",  # a session's raw files, compressed
            "": "text/plain"}  # the Snakefile
 NO_LICENSE = "not stated (the experiment's config sets none: license)"
 STEPS = {  # analysis step: (what it did, the files it read, the files it wrote)
-    "metrics": ("per-window metrics from the scrapes", ("raw/*/*.prom.*", "raw/*/*[a-z].json"),
+    "metrics": ("per-window metrics from the scrapes", ("raw/*/*.prom.*", "raw/*/*[a-z].json",
+                                                         "raw/*/*.json.gz"),
                 ("raw/*/*.metrics.json",)),
     "compare": ("validation of the arms and the deltas over boot pairs",
-                ("raw/*/*.json", "receipts/*-boot.json"), ("comparison/comparison.json",)),
+                ("raw/*/*.json", "raw/*/*.json.gz", "receipts/*-boot.json"),
+                ("comparison/comparison.json",)),
     "bar": ("the pre-registered bar's verdicts", ("comparison/comparison.json",),
             ("comparison/bar.json", "comparison/comparison.md", "comparison/verdict.html")),
     "figures": ("the figures", ("comparison/comparison.json", "comparison/acceptance.json"),
                 ("figures/*",)),
-    "tables": ("the tidy tables", ("comparison/comparison.json", "raw/*/*[a-z].json"),
+    "tables": ("the tidy tables", ("comparison/comparison.json", "raw/*/*[a-z].json",
+                                   "raw/*/*.json.gz"),
                ("comparison/rows.csv", "raw/requests.parquet")),
     "readme": ("the README", ("comparison/*.json",), ("README.md",)),
 }

@@ -12,7 +12,7 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-from knee import arms, config, configfile, jsonio, secrets
+from knee import arms, config, configfile, jsonio, rawfiles, secrets
 from knee.errors import KneeError
 
 # process_start_time_seconds has 0.1 s resolution and started_at whole seconds
@@ -162,22 +162,23 @@ def bound_to_session(root: Path, plan: dict, sid: str, boot: dict, stop: dict | 
     t0 = datetime.fromisoformat(boot["started_at"]).timestamp()
     t1 = t0 + float(boot.get("boot_seconds") or 0)
     for inst in instruments:
-        raw = jsonio.read(raw_dir / f"{inst}.json", "raw")
+        files = rawfiles.window(raw_dir, inst)
+        raw = jsonio.read(files["json"], "raw")
         for key, want in (("session", sid), ("instrument", inst)):
             if raw.get(key) != want:
-                problems.append(f"raw/{sid}/{inst}.json: {key} {raw.get(key)!r} != {want!r}: "
-                                "not this session's measurement")
+                problems.append(f"raw/{sid}/{files['json'].name}: {key} {raw.get(key)!r} != "
+                                f"{want!r}: not this session's measurement")
         if plan["runtime"]["kind"] == "external":
             continue
         for when in ("before", "after"):
-            path = raw_dir / f"{inst}.prom.{when}"
-            at = started(path.read_text(errors="replace"))
+            path = files[f"prom.{when}"]
+            at = started(jsonio.read_bytes(path).decode(errors="replace"))
             if at is None:
                 notes.append("not possible: a scrape bound to its boot by the engine's "
                              "process start time (some scrapes have no "
                              "process_start_time_seconds)")
             elif not t0 - START_SLACK_S <= at <= t1 + START_SLACK_S:
-                problems.append(f"raw/{sid}/{inst}.prom.{when}: the engine process started at "
+                problems.append(f"raw/{sid}/{path.name}: the engine process started at "
                                 f"{at:.1f}, not during this session's boot ({t0:.0f} to "
                                 f"{t1:.0f}, receipts/{sid}-boot.json): another boot's scrape")
     recorded = (stop or {}).get("raw_sha256")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from knee import instruments, jsonio, stopping
+from knee import instruments, jsonio, rawfiles, stopping
 
 FIGURES = instruments.figures()
 
@@ -65,7 +65,7 @@ def load_sessions(plan: dict, root: Path, pairs: int | None = None) -> dict:
     upto = realized_pairs(plan, root) if pairs is None else pairs
     for session in sessions_upto(plan, upto):
         sid = session["id"]
-        files = {name: Path(root) / "raw" / sid / f"{name}.json"
+        files = {name: rawfiles.stored(Path(root) / "raw" / sid, f"{name}.json")
                  for name in instrument_names(plan)}
         files["boot"] = boot_path(root, sid)
         out[(session["pair"], session["arm"])] = {
@@ -108,7 +108,7 @@ def window_metrics(raw: dict, boot: dict, before: Path, after: Path,
     from knee import prom
 
     return prom.instrument_metrics(
-        raw, Path(before).read_text(), Path(after).read_text(),
+        raw, jsonio.read_text(before), jsonio.read_text(after),
         speculation=bool(boot["server"].get("speculative_config")),
         knee_threshold=knee_threshold, files=f"{before}, {after}")
 

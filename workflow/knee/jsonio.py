@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import hashlib
 import json
 import math
 import os
+import stat
 import tempfile
+import zlib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,10 @@ import yaml
 from knee.errors import KneeError
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
+# a file knee reads is at most this big as stored, and a compressed one at most READ_LIMIT
+# once expanded: a link to /dev/zero or a bomb is refused, not read until memory runs out
+READ_LIMIT = 1 << 30
+COMPRESSED = ".gz"  # a name ending so is gzip: written compressed, read expanded
 # what an older version of a file lacks, and how to make it anew from the raw files
 REDERIVE = {
     "plan": "the realized order and the bar's alpha; a measured experiment is never "
@@ -161,6 +168,51 @@ def atomic_write_text(path: Path, text: str | bytes) -> None:
         raise
 
 
+def read_bytes(path: Path | str, limit: int = READ_LIMIT) -> bytes:
+    """A regular file's bytes (expanded when its name ends in .gz), refused before it is
+    opened when it is not a regular file, and refused past `limit` bytes."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise KneeError(f"{path}: missing") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise KneeError(f"{path}: not a regular file (a directory, device or pipe): refused")
+    if info.st_size > limit:
+        raise KneeError(f"{path}: {info.st_size} bytes, over the {limit} a file may hold")
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if path.name.endswith(COMPRESSED):
+        try:
+            expand = zlib.decompressobj(wbits=31)
+            data = expand.decompress(data, limit + 1)
+        except zlib.error as e:
+            raise KneeError(f"{path}: not gzip ({e})") from None
+        if len(data) > limit or expand.unconsumed_tail:
+            raise KneeError(f"{path}: expands past the {limit} bytes a file may hold")
+    if len(data) > limit:
+        raise KneeError(f"{path}: over the {limit} bytes a file may hold")
+    return data
+
+
+def read_text(path: Path | str, limit: int = READ_LIMIT) -> str:
+    """read_bytes as UTF-8 text, naming the file when it is not."""
+    try:
+        return read_bytes(path, limit).decode()
+    except UnicodeDecodeError as e:
+        raise KneeError(f"{path}: not UTF-8 text ({e})") from None
+
+
+def write_text(path: Path | str, text: str) -> None:
+    """atomic_write_text, compressed when the name ends in .gz (no timestamp, so the same
+    text gives the same bytes)."""
+    path = Path(path)
+    if path.name.endswith(COMPRESSED):
+        atomic_write_text(path, gzip.compress(text.encode(), compresslevel=6, mtime=0))
+    else:
+        atomic_write_text(path, text)
+
+
 def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
@@ -174,17 +226,15 @@ def write(path: Path, kind: str, payload: dict) -> dict:
     """Stamp payload with schema + schema_version, validate it, and write it atomically."""
     data = {"schema": f"knee/{kind}", "schema_version": schema_version(kind), **payload}
     check(kind, data, str(path))
-    atomic_write_text(Path(path), dumps(data))
+    write_text(path, dumps(data))
     return data
 
 
 def read(path: Path, kind: str | None = None) -> dict:
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise KneeError(f"{path}: missing") from None
-    except json.JSONDecodeError as e:
+        data = json.loads(read_text(path))
+    except (json.JSONDecodeError, RecursionError) as e:
         raise KneeError(f"{path}: not JSON ({e})") from None
     if kind is not None:
         if data.get("schema") != f"knee/{kind}":

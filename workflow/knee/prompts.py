@@ -103,9 +103,15 @@ def fingerprint(prompts: list[str], sampling: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def sampling_params(output_tokens: int) -> dict:
-    return {"max_tokens": output_tokens, "min_tokens": output_tokens, "temperature": 0.0,
-            "top_p": 1.0, "ignore_eos": True}
+def sampling_params(output_tokens: int, sampling: dict | None = None, seed: int = 0) -> dict:
+    """Every request of a window: exactly output_tokens tokens, greedy unless the config's
+    instruments.sampling says otherwise (then seeded: request i samples with seed + i)."""
+    out = {"max_tokens": output_tokens, "min_tokens": output_tokens, "temperature": 0.0,
+           "top_p": 1.0, "ignore_eos": True}
+    if sampling:
+        out.update({k: sampling[k] for k in ("temperature", "top_p", "top_k") if k in sampling})
+        out["seed"] = seed
+    return out
 
 
 def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
@@ -117,7 +123,9 @@ def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
         "load": "closed-loop",
         "prompt_spec": prompt_spec,
         "tokenizer_sha256": model.get("tokenizer_sha256"),
-        "top_k": -1,
+        "top_k": sampling.get("top_k", -1),
+        "request_seeds": "the sampling seed plus the request's index" if "seed" in sampling
+        else None,
         "n": 1,
         "prompt_token_ids": bool(prompts) and not isinstance(prompts[0], str),
         "instrument": instrument,

@@ -25,7 +25,7 @@ from statistics import median
 
 import numpy as np
 
-from knee import compare, jsonio, kmodel, recommend_parts
+from knee import compare, jsonio, kmodel, rawfiles, recommend_parts
 from knee.errors import KneeError
 from knee.folder import realized_sessions
 from knee.kmodel import session_k
@@ -71,7 +71,7 @@ def sweep_windows(plan: dict, root: Path) -> dict[tuple[int, str], dict]:
     under "raw"["sweep"] as compare.host_speed takes sessions."""
     out = {}
     for s in realized_sessions(plan, root):  # protocol order
-        raw = jsonio.read(Path(root) / "raw" / s["id"] / "sweep.json", "raw")
+        raw = jsonio.read(rawfiles.stored(Path(root) / "raw" / s["id"], "sweep.json"), "raw")
         out[(s["pair"], s["arm"])] = {"id": s["id"], "raw": {"sweep": raw}}
     return out
 

@@ -30,6 +30,7 @@ from knee import (
     jsonio,
     places,
     progress,
+    rawfiles,
     receipts,
     resolved,
     secrets,
@@ -322,7 +323,7 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
     spec, shared = instruments.get(name), plan["instruments"]
     target = Target(engine, model, shared["seed"], shared["request_timeout_s"],
-                    spec.api or shared["api"], sid)
+                    spec.api or shared["api"], sid, shared.get("sampling"))
     before = endpoint.scrape(engine.metrics_url)
     pgid = engine.proc.pid if getattr(engine, "proc", None) else None
     gpus = gpu.ids(plan["runtime"])
@@ -340,9 +341,10 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
             **({"gpu_during": clocks.during(started, ended)} if gpus else {})}
     after = endpoint.scrape(engine.metrics_url)
     engine.check_alive(f"{name} window")
-    jsonio.atomic_write_text(out / f"{name}.prom.before", before)
-    jsonio.atomic_write_text(out / f"{name}.prom.after", after)
-    jsonio.write(out / f"{name}.json", "raw", {"session": sid, **result, "host": host})
+    files = rawfiles.window(out, name)  # a new session's: compressed
+    jsonio.write_text(files["prom.before"], before)
+    jsonio.write_text(files["prom.after"], after)
+    jsonio.write(files["json"], "raw", {"session": sid, **result, "host": host})
     progress.say(f"{sid} {name} window done: {len(result['points'])} points in {took:.1f} s")
 
 

@@ -60,8 +60,9 @@ def train_tokenizer(seed: int, vocab_size: int, prompt_dir: Path | None):
 
 def build(out: Path, seed: int, layers: int, hidden: int, heads: int, vocab_size: int,
           max_len: int, prompt_dir: Path | None, shape: dict | None = None) -> dict:
-    """shape: kv_heads, intermediate (absent: heads, twice hidden) and weights (False: the
-    config and tokenizer only)."""
+    """shape: kv_heads, intermediate (absent: heads, twice hidden), weights (False: the
+    config and tokenizer only) and logit_scale (config.json's, which vLLM multiplies every logit
+    by)."""
     from transformers import LlamaConfig, PreTrainedTokenizerFast
 
     shape = {k: v for k, v in (shape or {}).items() if v is not None}
@@ -81,6 +82,7 @@ def build(out: Path, seed: int, layers: int, hidden: int, heads: int, vocab_size
         eos_token_id=fast.eos_token_id,
         tie_word_embeddings=False,
         torch_dtype="float32",
+        **({"logit_scale": shape["logit_scale"]} if "logit_scale" in shape else {}),
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=out.parent))
@@ -131,13 +133,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-len", type=int, default=4096)
     ap.add_argument("--kv-heads", type=int)
     ap.add_argument("--intermediate", type=int)
+    ap.add_argument("--logit-scale", type=float,
+                    help="config.json's logit_scale: vLLM multiplies every logit by it")
     ap.add_argument("--no-weights", action="store_true",
                     help="the config and tokenizer only (serve with --load-format dummy)")
     ap.add_argument("--prompt-dir", type=Path)
     a = ap.parse_args(argv)
     card = build(a.out, a.seed, a.layers, a.hidden, a.heads, a.vocab_size, a.max_len,
                  a.prompt_dir, {"kv_heads": a.kv_heads, "intermediate": a.intermediate,
-                                "weights": not a.no_weights})
+                                "weights": not a.no_weights, "logit_scale": a.logit_scale})
     print(json.dumps(card, sort_keys=True))
 
 

@@ -6,6 +6,7 @@ import sys
 from knee import config as knee_config
 from knee import deps as knee_deps
 from knee import prompts as knee_prompts
+from knee import rawfiles as knee_rawfiles
 from knee import stopping as knee_stopping
 from knee.errors import KneeError
 from knee.folder import FIGURES, instrument_names
@@ -141,10 +142,22 @@ def session_outputs(sid):
     }
     if PLAN["runtime"]["kind"] == "external":  # no compile cache is knee's to see
         del out["cache"]
+    # compressed, or plain where an older session wrote them so (knee.rawfiles)
+    gz = knee_rawfiles.suffix(f"{R}/raw/{sid}", INSTRUMENTS)
     for name in INSTRUMENTS:
-        for suffix in ("json", "prom.before", "prom.after"):
-            out[f"{name}_{suffix.replace('.', '_')}"] = f"{R}/raw/{sid}/{name}.{suffix}"
+        for kind in knee_rawfiles.KINDS:
+            out[f"{name}_{kind.replace('.', '_')}"] = f"{R}/raw/{sid}/{name}.{kind}{gz}"
     return out
+
+
+def window_files(wildcards):
+    """An instrument window's raw files, as its session stored them."""
+    out = session_outputs(wildcards.sid)
+    return {
+        "raw": out[f"{wildcards.instrument}_json"],
+        "before": out[f"{wildcards.instrument}_prom_before"],
+        "after": out[f"{wildcards.instrument}_prom_after"],
+    }
 
 
 PAIRS_MIN, PAIRS_MAX = knee_stopping.bounds(PLAN["protocol"]["pairs"])

@@ -1,9 +1,7 @@
 rule window_metrics:
     """Counter deltas, server latency and spec-decode analysis of one instrument window."""
     input:
-        raw=f"{R}/raw/{{sid}}/{{instrument}}.json",
-        before=f"{R}/raw/{{sid}}/{{instrument}}.prom.before",
-        after=f"{R}/raw/{{sid}}/{{instrument}}.prom.after",
+        unpack(window_files),
         boot=f"{R}/receipts/{{sid}}-boot.json",
         code=get_code("metrics"),
     output:

@@ -44,7 +44,7 @@ def counters(target) -> tuple[float, float]:
 
 
 def run(target, cfg: dict) -> dict:
-    sampling = prompts.sampling_params(cfg["output_tokens"])
+    sampling = target.sampling_params(cfg["output_tokens"])
     out = {"instrument": "depth", "points": [], "warmup": None}
     tokenize = target.tokenizer()
     for depth in cfg["depths"]:

@@ -20,7 +20,7 @@ SCHEMA = {
 
 
 def run(target, cfg: dict) -> dict:
-    sampling = prompts.sampling_params(cfg["output_tokens"])
+    sampling = target.sampling_params(cfg["output_tokens"])
     out = {"instrument": "fixture", "points": [], "warmup": None}
     for name in cfg["classes"]:
         texts = prompts.class_prompts(cfg["prompt_dir"], name)

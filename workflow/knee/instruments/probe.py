@@ -23,7 +23,7 @@ def run(target, cfg: dict) -> dict:
     out = {"instrument": "probe", "points": [], "warmup": None}
     tokenize = target.tokenizer()
     for t in cfg["temperatures"]:
-        sampling = {**prompts.sampling_params(cfg["output_tokens"]), "temperature": t,
+        sampling = {**target.sampling_params(cfg["output_tokens"]), "temperature": t,
                     "seed": target.seed}
         ps = prompts.exact_token_prompts(tokenize, target.seed, f"probe T={t}",
                                          cfg["requests"], cfg["prompt_tokens"])

@@ -28,11 +28,13 @@ class Spec:
 
 
 REGISTRY: dict[str, Spec] = {}
+# the keys under instruments that every instrument shares (no instrument may take their name)
+SHARED = ("seed", "api", "request_timeout_s", "sampling")
 
 
 def register(spec: Spec) -> Spec:
     """Add an instrument; sessions run the registered ones in the order they were added."""
-    if spec.name in REGISTRY or spec.name in ("seed", "api", "request_timeout_s"):
+    if spec.name in REGISTRY or spec.name in SHARED:
         raise ValueError(f"instrument name {spec.name!r} is taken")
     REGISTRY[spec.name] = spec
     _changed()

@@ -32,7 +32,7 @@ def point_prompts(cfg: dict, tokenize, seed: int, concurrency: int, run: int) ->
 
 
 def run(target, cfg: dict) -> dict:
-    sampling = prompts.sampling_params(cfg["output_tokens"])
+    sampling = target.sampling_params(cfg["output_tokens"])
     tokenize = target.tokenizer()
     warm = prompts.exact_token_prompts(tokenize, target.seed, "sweep warmup",
                                        cfg["warmup_requests"], cfg["prompt_tokens"])

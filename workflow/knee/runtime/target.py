@@ -22,6 +22,11 @@ class Target:
     timeout_s: float  # instruments.request_timeout_s
     api: str  # the OpenAI endpoint of this window
     sid: str = ""  # the session, named in the progress lines
+    sampling: dict | None = None  # instruments.sampling (absent: greedy)
+
+    def sampling_params(self, output_tokens: int) -> dict:
+        """The sampling of every request this window sends (knee.prompts.sampling_params)."""
+        return prompts.sampling_params(output_tokens, self.sampling, self.seed)
 
     def send(self, prompt_set: list, sampling: dict, concurrency: int = 1,
              warmup: bool = False) -> dict:
