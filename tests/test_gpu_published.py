@@ -44,3 +44,27 @@ def test_the_gpu_folders_audit_on_a_cpu_machine(name):
     problems, notes = audit.examine(ROOT / "results" / name)
     assert problems == []
     assert not [n for n in notes if n.startswith("not possible")], notes
+
+
+@pytest.mark.parametrize("name", ["ksched-h200", "aa-h200"])
+def test_the_gpu_folders_store_raw_files_compressed_and_stay_small(name):
+    root = ROOT / "results" / name
+    raw = [p for p in (root / "raw").glob("*/*") if ".metrics." not in p.name]
+    assert raw and all(p.name.endswith(".gz") for p in raw), raw
+    assert sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) < 10_000_000
+
+
+@pytest.mark.parametrize("name", ["ksched-h200", "aa-h200"])
+def test_the_gpu_workload_accepts_drafts_as_a_real_drafter_does(name):
+    """Sampled at instruments.sampling's temperature from a model whose logits are scaled,
+    the control arm's k=5 drafts are accepted less at every position: position 1 between
+    0.5 and 0.8 (the write-up's drafter: 0.72, 0.46, 0.30, 0.17)."""
+    windows = jsonio.read(ROOT / "results" / name / "comparison" / "acceptance.json",
+                          "acceptance")["windows"]
+    sweeps = [w for w in windows if w["instrument"] in ("sweep", "fixture")
+              and w["session"].endswith("-control")]
+    assert len(sweeps) == 4
+    for w in sweeps:
+        rates = w["per_position_rate"]
+        assert 0.5 <= rates[0] <= 0.8, (w["session"], rates)
+        assert rates[0] > rates[1] > rates[2], (w["session"], rates)
