@@ -110,9 +110,9 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
     sessions = {}
     for arm in ("control", "candidate"):  # measured: the session's window, on the real engine
         session.measure(engine, plan, "burst", f"1-{arm}", tmp_path / arm, MODEL)
-        raw = jsonio.read(tmp_path / arm / "burst.json", "raw")
+        raw = jsonio.read(tmp_path / arm / "burst.json.gz", "raw")
         assert [len(p["records"]) for p in raw["points"]] == [2]
-        assert (tmp_path / arm / "burst.prom.after").is_file()
+        assert (tmp_path / arm / "burst.prom.after.gz").is_file()
         sessions[(1, arm)] = {"raw": {"burst": raw}, "boot": {
             **boot, "pair": 1, "arm": arm, "bar_sha256": plan["bar_sha256"]}}
     comparison = compare.compare(plan, sessions)  # compared

@@ -69,16 +69,35 @@ SNAKEMAKE_REFUSAL = (r"Config file (is not valid JSON or YAML|must be given as J
                      r"keys at top level)|UnicodeDecodeError: 'utf-8' codec can't decode")
 
 
+# mutations of the default refused at each stage after the file is read (schema, servers, plan,
+# places, credentials, the bar): the same code under Snakemake as under knee validate-config,
+# which every case goes through; under Snakemake these, and every case written as text (what
+# Snakemake's own loader may read differently), run in both forms
+STAGES = {"args-host", "args-abbrev-host", "env-hf-token", "token-in-question",
+          "cache-dir-var-log", "fixture-class-missing", "engine-cpu-absent",
+          "rule-point-unmeasured"}
+
+
+def test_every_case_is_refused_by_validate_config(tmp_path, capsys):
+    from knee import cli
+
+    for case in CASES:
+        path = tmp_path / f"{case.id}.yaml"
+        path.write_bytes(case.file(f"hostile-{case.id}"))
+        assert cli.main(["validate-config", str(path)]) == 1, case.id
+        err = capsys.readouterr().err
+        assert re.search(case.expect, err) and str(path) in err, f"{case.id}: {err}"
+
+
 def every_refuses(case, folder) -> list[str]:
-    """How `knee validate-config`, `snakemake -n --config experiment=` and `snakemake -n
-    --configfile` fail to refuse one case (none: []). Snakemake's own loader reads a
-    --configfile file before any workflow code: a file that is not UTF-8 is refused by it, in
-    its words, so those cases (SNAKEMAKE_LOADER) are held to its message there."""
+    """How `snakemake -n --config experiment=` and `snakemake -n --configfile` fail to refuse
+    one case (none: []). Snakemake's own loader reads a --configfile file before any workflow
+    code: a file that is not UTF-8 is refused by it, in its words, so those cases
+    (SNAKEMAKE_LOADER) are held to its message there."""
     path = folder / f"{case.id}.yaml"
     path.write_bytes(case.file(f"hostile-{case.id}-{uuid.uuid4().hex[:6]}"))
     wrong = []
-    argvs = [[sys.executable, "-m", "knee", "validate-config", str(path)],
-             [*SNAKEMAKE, "--config", f"experiment={path}"],
+    argvs = [[*SNAKEMAKE, "--config", f"experiment={path}"],
              [*SNAKEMAKE, "--configfile", str(path)]]
     for argv in argvs:
         theirs = case.id in SNAKEMAKE_LOADER and "--configfile" in argv
@@ -92,11 +111,14 @@ def every_refuses(case, folder) -> list[str]:
     return wrong
 
 
-def test_every_case_is_refused_by_validate_config_and_snakemake_in_both_forms(tmp_path):
-    """The three commands, on every case (two at a time: each is a Python start and a parse)."""
+def test_snakemake_refuses_in_both_forms(tmp_path):
+    """Both forms on the text cases and one case of each stage (two at a time: each is a
+    Python start and a parse)."""
+    cases = [c for c in CASES if isinstance(c.change, (str, bytes)) or c.id in STAGES]
+    assert {c.id for c in cases} >= STAGES and len(cases) >= 25
     before = written()
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
-        wrong = [w for ws in pool.map(lambda c: every_refuses(c, tmp_path), CASES) for w in ws]
+        wrong = [w for ws in pool.map(lambda c: every_refuses(c, tmp_path), cases) for w in ws]
     assert not wrong, "\n\n".join(wrong)
     assert written() == before
     assert not engine_processes(ROOT)

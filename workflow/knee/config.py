@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from knee import configfile, instruments, jsonio, places, stopping
+from knee import configfile, instruments, jsonio, places, secrets, stopping
 from knee.arms import (
     ARMS,
     NO_VARIABLE,
@@ -190,6 +190,8 @@ def plan_config(config: dict, source: str, repo: Path | str) -> tuple[dict, dict
 
 def make_plan(config: dict, config_path: str = "config") -> dict:
     check_servers(config, config_path)
+    check_no_credential(config, config_path)
+    configfile.check_reserved(config["name"], config_path)
     arms = resolve_arms(config)
     check_one_variable(arms, config["variable"], config_path)
     check_bar(config, config_path)
@@ -202,6 +204,18 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
     prediction = prediction_ref(config["prediction"], config_path) \
         if "prediction" in config else None
     return plan_of(config, config_path, prediction)
+
+
+def check_no_credential(config: dict, source: str) -> None:
+    """No key or text anywhere in the config looks like a credential: every field reaches the
+    plan, and from it the receipts, the README and the crate."""
+    hit = secrets.found_in(config)
+    if hit:
+        where, why = hit
+        raise KneeError(f"{source}: {where}: looks like a credential ({why}); a config is "
+                        "written into the plan, the receipts and the README, so a secret never "
+                        "goes into one: name it in server.secret_env and set it in knee's "
+                        "environment")
 
 
 def plan_of(config: dict, config_path: str, prediction: dict | None = None) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,25 @@ MAX_NODES = 20_000  # values after aliases are expanded; a config has a few hund
 # control characters: a newline in a name splits a shell command; multi-line text only here
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MULTILINE = {"question"}
+# YAML 1.2 plain scalars: a number written as one, true or false; YAML 1.1 (PyYAML) would also
+# read 010 as 8, 0x10 as 16, 1_000 as 1000, 10:00 as 600 and yes, no, on and off as booleans
+PLAIN_INT = re.compile(r"[-+]?(0|[1-9][0-9]*)\Z")
+PLAIN_FLOAT = re.compile(r"[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z"
+                         r"|[-+]?\.(inf|Inf|INF)\Z|\.(nan|NaN|NAN)\Z")
+PLAIN_BOOL = {"true", "True", "TRUE", "false", "False", "FALSE"}
+
+
+def _yaml_11(text: str) -> str:
+    """Why YAML 1.1 reads this scalar as a number it does not look like."""
+    if ":" in text:
+        return "base 60"
+    if "_" in text:
+        return "its underscores dropped"
+    if re.match(r"[-+]?0[xX]", text):
+        return "hexadecimal"
+    if re.match(r"[-+]?0[bB]", text):
+        return "binary"
+    return "octal" if re.match(r"[-+]?0[0-9]", text) else "YAML 1.1's reading"
 
 
 class _Loader(yaml.SafeLoader):
@@ -61,6 +81,39 @@ class _Loader(yaml.SafeLoader):
             seen[key] = key_node.start_mark
         return super().construct_mapping(node, deep)
 
+    def _refuse(self, node, read, how: str):
+        raise KneeError(f"{self.at(node.start_mark)}: {node.value!r} is read by YAML 1.1 as "
+                        f"{read!r} ({how}): {how_to_write(node.value, read)}")
+
+    def construct_strict_int(self, node):
+        read = self.construct_yaml_int(node)
+        if not PLAIN_INT.match(node.value):
+            self._refuse(node, read, _yaml_11(node.value))
+        return read
+
+    def construct_strict_float(self, node):
+        read = self.construct_yaml_float(node)
+        if not PLAIN_FLOAT.match(node.value):
+            self._refuse(node, read, _yaml_11(node.value))
+        return read
+
+    def construct_strict_bool(self, node):
+        read = self.construct_yaml_bool(node)
+        if node.value not in PLAIN_BOOL:
+            self._refuse(node, read, "a YAML 1.1 boolean")
+        return read
+
+
+def how_to_write(text: str, read) -> str:
+    if isinstance(read, bool):
+        return f'write true or false, or "{text}" (quoted) for the text'
+    return f'write the number you mean in plain digits, or "{text}" (quoted) for the text'
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_strict_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_strict_float)
+_Loader.add_constructor("tag:yaml.org,2002:bool", _Loader.construct_strict_bool)
+
 
 def expanded_size(node: yaml.Node, source: str, memo: dict[int, int] | None = None,
                   open_: frozenset[int] = frozenset()) -> int:
@@ -85,7 +138,11 @@ def expanded_size(node: yaml.Node, source: str, memo: dict[int, int] | None = No
 def text_of(path: Path | str) -> str:
     path = Path(path)
     try:
-        data = path.read_bytes() if path.stat().st_size <= MAX_BYTES else None
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise KneeError(f"{path}: not a regular file (a directory, device or pipe): a config "
+                            "is a YAML file")
+        data = path.read_bytes() if info.st_size <= MAX_BYTES else None
     except OSError as e:
         raise KneeError(f"{path}: cannot read config: {e.strerror or e}") from None
     if data is None:
@@ -186,6 +243,22 @@ def source_of(paths: list[str]) -> str:
     return " + ".join(str(p) for p in paths)
 
 
+CAMPAIGN = "campaign-"  # the prefix of a campaign page's folder: no experiment is named so
+NAME_BYTES = 200  # a folder name stays well under the 255 bytes a file system allows
+
+
+def campaign_folder(names: list[str]) -> str:
+    """The results folder of a campaign over these experiments: their names joined, or, where
+    that would be too long for a folder name, their count and a hash of the names."""
+    joined = CAMPAIGN + "-".join(names)
+    if len(joined.encode()) <= NAME_BYTES:
+        return joined
+    import hashlib
+
+    digest = hashlib.sha256("\0".join(names).encode()).hexdigest()[:12]
+    return f"{CAMPAIGN}{len(names)}-experiments-{digest}"
+
+
 def check_name(name: Any, source: str) -> str:
     from knee.jsonio import load_schema
 
@@ -193,7 +266,15 @@ def check_name(name: Any, source: str) -> str:
     if not isinstance(name, str) or not re.search(pattern, name):
         raise KneeError(f"{source}: {name!r} is not an experiment name (letters, digits, '.', "
                         "'_' and '-', starting with a letter or digit)")
+    check_reserved(name, source)
     return name
+
+
+def check_reserved(name: str, source: str) -> None:
+    if name.startswith(CAMPAIGN):
+        raise KneeError(f"{source}: name: {name!r}: names starting {CAMPAIGN!r} are the "
+                        "folders of campaign pages (results/campaign-A-B): name the experiment "
+                        "otherwise")
 
 
 def take(given: dict, configfiles: list[str], default: str) -> tuple[dict, str, list[str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from knee import prompts
 from knee.errors import KneeError
 
 # directories a config must never hand to the engine (read, or mount read-write)
@@ -35,6 +36,34 @@ def check_dir(value: str, key: str, source: str) -> Path:
     return path
 
 
+CACHE_HOME = Path("resources")  # knee's own folders, in the working directory
+NOT_FOR_CACHES = ("/var", "/opt", "/home", "/snap", "/nix", "/mnt/wsl")
+CACHE_PLACES = ("/var/cache", "/var/tmp")  # where the file system hierarchy puts caches
+
+
+def check_cache_dir(value: str, source: str) -> Path:
+    """runtime.cache_dir: under knee's resources/ (not its models or engine), or an absolute
+    path outside system, home, repository and results trees."""
+    path = check_dir(value, "runtime.cache_dir", source)
+    cwd, own = Path.cwd().resolve(), (Path.cwd() / CACHE_HOME).resolve()
+    reason = None
+    if inside(path, cwd):
+        if path == own or not inside(path, own) or any(
+                inside(path, own / p) for p in ("models", "engine-venv")):
+            reason = ("inside the repository but not a folder of its own under resources/ "
+                      "(e.g. resources/vllm-cache)")
+    elif (any(inside(path, Path(s)) for s in NOT_FOR_CACHES) or inside(path, Path.home())) \
+            and not any(inside(path, Path(s)) for s in CACHE_PLACES):
+        reason = "inside a system or home directory"
+    elif any((p / "plan.json").is_file() for p in (path, *path.parents)):
+        reason = "inside a results folder"
+    if reason:
+        raise KneeError(f"{source}: runtime.cache_dir: {value!r} resolves to {path}, {reason}: "
+                        "every engine writes it (a container mounts it read-write); use "
+                        "resources/<name> or an absolute path of its own, e.g. /tmp/vllm-cache")
+    return path
+
+
 def check_model_dir(value: str, key: str, source: str) -> None:
     """A model given by path is a directory holding the model's config.json."""
     path = check_dir(value, key, source)
@@ -44,7 +73,7 @@ def check_model_dir(value: str, key: str, source: str) -> None:
                         "config.json, weights and tokenizer")
 
 
-def check_prompts(fixture: dict, source: str) -> None:
+def check_prompts(fixture: dict, source: str, max_model_len: int | None = None) -> None:
     folder = check_dir(fixture["prompt_dir"], "instruments.fixture.prompt_dir", source)
     if not folder.is_dir():
         raise KneeError(f"{source}: instruments.fixture.prompt_dir: {fixture['prompt_dir']!r} "
@@ -55,6 +84,11 @@ def check_prompts(fixture: dict, source: str) -> None:
             raise KneeError(f"{source}: instruments.fixture.classes[{i}]: {name!r} has no "
                             f"prompts ({fixture['prompt_dir']}/{name}/*.txt); classes there: "
                             f"{have}")
+        try:
+            for path in prompts.class_files(folder, name):
+                prompts.read_prompt(path, max_model_len)
+        except KneeError as e:
+            raise KneeError(f"{source}: {e}") from None
 
 
 def check_cpus(cpus: list[int] | None, source: str) -> None:
@@ -72,10 +106,13 @@ def check(config: dict, source: str) -> None:
     if rt["kind"] == "docker" and "image" not in rt:
         raise KneeError(f"{source}: runtime.image: the docker runtime needs an image "
                         "({ref, digest}) to boot")
-    check_dir(rt["cache_dir"], "runtime.cache_dir", source)
+    check_cache_dir(rt["cache_dir"], source)
     fixture = config["instruments"].get("fixture")
     if fixture:
-        check_prompts(fixture, source)
+        servers = [config["server"], *(config["arms"].get(a) or {} for a in ("control",
+                                                                               "candidate"))]
+        lens = [n for s in servers if isinstance(n := s.get("args", {}).get("max-model-len"), int)]
+        check_prompts(fixture, source, min(lens, default=None))
     path = config["model"].get("path")
     if path is not None:
         if rt["kind"] == "process":

@@ -75,14 +75,38 @@ def exact_token_prompts(tokenize, seed: int, tag: str, n: int, tokens: int) -> l
     return out
 
 
+PROMPT_BYTES = 1 << 20  # a prompt file holds at most this much
+BYTES_PER_TOKEN = 64  # no tokenizer packs more into one token: a longer prompt cannot fit
+
+
 def class_files(prompt_dir: Path, name: str) -> list[Path]:
-    """A fixture class's prompt files, one prompt each, in their order."""
+    """A fixture class's prompt files, one prompt each, in their order: regular files inside
+    the prompt folder (a link that leads out of it, a pipe or a device is refused)."""
     folder = Path(prompt_dir) / name
-    files = sorted(p for p in folder.glob("*.txt") if p.is_file()) if folder.is_dir() else []
+    files = sorted(folder.glob("*.txt")) if folder.is_dir() else []
     if not files:
         raise KneeError(f"instruments.fixture.classes: no prompt files for class {name!r} "
                         f"(expected {folder}/*.txt)")
+    top = Path(prompt_dir).resolve()
+    for p in files:
+        if top not in p.resolve().parents:
+            raise KneeError(f"instruments.fixture.prompt_dir: {p} leads to {p.resolve()}, "
+                            f"outside {prompt_dir}: a prompt is a file of the prompt folder")
+        if not p.is_file():
+            raise KneeError(f"instruments.fixture.prompt_dir: {p} is not a regular file")
     return files
+
+
+def read_prompt(path: Path, max_model_len: int | None = None) -> str:
+    """One prompt file's text: UTF-8, at most PROMPT_BYTES, and not surely longer than the
+    engine's context (no tokenizer puts more than BYTES_PER_TOKEN bytes in a token)."""
+    from knee import jsonio
+
+    text = jsonio.read_text(path, PROMPT_BYTES)
+    if max_model_len and len(text.encode()) > BYTES_PER_TOKEN * max_model_len:
+        raise KneeError(f"instruments.fixture.prompt_dir: {path}: {len(text.encode())} bytes "
+                        f"cannot fit max-model-len {max_model_len} in any tokenizer")
+    return text
 
 
 def fixture_files(instruments: dict) -> list[Path]:
@@ -93,7 +117,7 @@ def fixture_files(instruments: dict) -> list[Path]:
 
 
 def class_prompts(prompt_dir: Path, name: str) -> list[str]:
-    return [p.read_text() for p in class_files(prompt_dir, name)]
+    return [read_prompt(p) for p in class_files(prompt_dir, name)]
 
 
 def fingerprint(prompts: list[str], sampling: dict) -> str:

@@ -62,6 +62,29 @@ def secret_name(name: str) -> bool:
     return any(word in SECRET_WORDS for word in re.split(r"[_\W]+", name.upper()) if word)
 
 
+def found_in(data, path: str = "") -> tuple[str, str] | None:
+    """The first key or text value of nested data that looks like a credential: (where, why)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            where = f"{path}.{key}" if path else str(key)
+            why = why_secret(str(key))
+            if why:
+                return f"{where} (the key)", why
+            hit = found_in(value, where)
+            if hit:
+                return hit
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            hit = found_in(value, f"{path}[{i}]")
+            if hit:
+                return hit
+    elif isinstance(data, str):
+        why = why_secret(data)
+        if why:
+            return path, why
+    return None
+
+
 def redact_value(value: str) -> str:
     return REDACTED if why_secret(value) else value
 

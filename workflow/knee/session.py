@@ -22,12 +22,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from knee import (
+    arms,
     cache,
+    engineflags,
     gpu,
     hostfacts,
     hostspeed,
     instruments,
     jsonio,
+    listening,
     places,
     progress,
     rawfiles,
@@ -100,6 +103,8 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     # the engine environment's versions, (docker) the image receipt: digest and versions, or
     # (external) what the servers said of themselves before the first session
     engine_facts = jsonio.read(engine_info)
+    check_flags(s, engine_facts)
+    engine_facts = {k: v for k, v in engine_facts.items() if k != "options"}
     if s.external:
         engine_facts = engine_facts[s.info["arm"]]
         arm_key, expected, snap_before = None, None, None
@@ -168,6 +173,11 @@ def prepare_folders(s: Session) -> None:
         s.log.rename(s.log.with_suffix(f".{int(time.time())}.log"))
 
 
+# what the engine process takes from knee's environment (locale, user, paths; nothing that
+# configures vLLM, torch or a hub): recorded in the boot receipt as env_inherited
+INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+
+
 def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
                 engine_cpus: list[int] | None) -> tuple[Engine, dict]:
     """The engine (a process or a container) and what its boot receipt says of its launch."""
@@ -183,11 +193,17 @@ def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
            "VLLM_CACHE_ROOT": str(s.cache_root)}
     if gpu.ids(s.rt):
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu.ids(s.rt)))
+    # knee's own environment is not the engine's: an exported HF_TOKEN or VLLM_* would change
+    # it unrecorded; it gets the names in INHERITED, the config's env and its secret_env
+    inherited = {k: os.environ[k] for k in INHERITED if k in os.environ}
+    secret = {k: os.environ[k] for k in s.arm.get("secret_env", []) if k in os.environ}
     argv = server_argv(python, s.arm, model["path"], model["name"], s.rt["host"], port)
-    engine = Engine(argv=argv, env=env, log=s.log, host=s.rt["host"], port=port,
-                    pidfile=s.root / ".run" / f"{s.sid}.pid", cpus=engine_cpus)
+    engine = Engine(argv=argv, env={**inherited, **secret, **env}, log=s.log, host=s.rt["host"],
+                    port=port, pidfile=s.root / ".run" / f"{s.sid}.pid", cpus=engine_cpus,
+                    inherit=False)
     return engine, {"argv": secrets.redact_argv(argv), "env": secrets.redact_env(
-        {**env, "VLLM_CACHE_ROOT": receipts.shown(s.cache_root)}, s.arm.get("secret_env", []))}
+        {**env, "VLLM_CACHE_ROOT": receipts.shown(s.cache_root)}, s.arm.get("secret_env", [])),
+        "env_inherited": secrets.redact_env(inherited)}
 
 
 def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
@@ -202,6 +218,8 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
     hardware = receipts.hardware()
     if gpu.ids(s.rt):
         hardware["nvml"] = gpu.facts(gpu.nvml(), gpu.ids(s.rt))
+    if s.rt["kind"] == "process":
+        facts = {**facts, "listening": where_it_listens(s, engine)}
     if not s.external:
         log = s.log.read_text(errors="replace")  # read once: the cache and the engine's settings
         cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before, log)
@@ -214,6 +232,18 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
         "workflow": s.plan.get("workflow"),
         "compile_cache": cache_before and after_boot(s, cache_before),
     })
+
+
+def where_it_listens(s: Session, engine: Engine) -> list[dict]:
+    """The TCP sockets the engine's processes listen on; any beyond runtime.host stops the
+    session before it measures (a flag or variable that reached --host by another way)."""
+    found = listening.listening(engine.proc.pid)  # its own process group (a new session)
+    beyond = listening.outside(found, s.rt["host"])
+    if beyond:
+        shown = ", ".join(f"{x['address']}:{x['port']}" for x in beyond)
+        raise KneeError(f"session {s.sid}: the engine listens on {shown}, beyond runtime.host "
+                        f"{s.rt['host']!r}: stopped before measuring")
+    return found
 
 
 def cache_receipt(s: Session, pair_arm: dict, boot_s: float, arm_key: str, expected: dict,
@@ -304,6 +334,16 @@ def preflight(plan: dict, arm_name: str) -> None:
         gpu.facts(gpu.nvml(), gpu.ids(plan["runtime"]))  # NVML answers for every GPU named
     if not plan["model"]["generated"]:
         places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
+
+
+def check_flags(s: Session, engine_facts: dict) -> None:
+    """Before anything boots: the arm's flags are the engine's own options, in full."""
+    options = engine_facts.get("options")
+    if options:
+        version = (engine_facts.get("packages") or {}).get("vllm") or "?"
+        engineflags.check_args(s.arm.get("args") or {}, arms.OWNED_FLAGS,
+                               f"arms.{s.info['arm']}", "plan.json",
+                               frozenset(o[2:] for o in options), f"vllm {version}")
 
 
 def refuse_overwrite(root: Path, sid: str) -> None:

@@ -3,6 +3,7 @@
 # its own config, plan and results/<name>/; its rules are prefixed with the experiment's name.
 # The engine environment, and a generated model that several experiments share, are built once.
 from knee import config as knee_config
+from knee import configfile as knee_configfile
 from knee import deps as knee_deps
 from knee.errors import KneeError
 
@@ -50,7 +51,7 @@ for path in config["experiments"]:
     MODELS.add(model)
 
 
-CAMPAIGN = f"results/campaign-{'-'.join(EXPERIMENTS)}"
+CAMPAIGN = f"results/{knee_configfile.campaign_folder(EXPERIMENTS)}"
 
 
 rule campaign:

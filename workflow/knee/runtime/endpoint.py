@@ -114,11 +114,28 @@ def tokenizer(base_url: str, model: str, check_alive: Callable[[str], None] | No
     return tokenize
 
 
+SCRAPE_BYTES = 64 << 20  # a vLLM /metrics is some 100 kB; a server sending more is refused
+
+
+def bounded_get(url: str, deadline_s: float, limit: int) -> bytes:
+    """GET url whole within deadline_s in all (not per read: a server that trickles a byte at a
+    time is cut off) and at most limit bytes; EngineDied otherwise."""
+    start, size, chunks = time.monotonic(), 0, []
+    try:
+        with httpx.stream("GET", url, timeout=min(deadline_s, 10.0)) as r:
+            r.raise_for_status()
+            for chunk in r.iter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise EngineDied(f"{url}: more than {limit} bytes: refused")
+                if time.monotonic() - start > deadline_s:
+                    raise EngineDied(f"{url}: not answered in full within {deadline_s:.0f} s")
+                chunks.append(chunk)
+    except httpx.HTTPError as e:
+        raise EngineDied(f"cannot read {url}: {e}") from None
+    return b"".join(chunks)
+
+
 def scrape(metrics_url: str, timeout_s: float = 30.0) -> str:
     """The Prometheus text at a server's metrics URL (Served.metrics_url)."""
-    try:
-        r = httpx.get(metrics_url, timeout=timeout_s)
-        r.raise_for_status()
-    except httpx.HTTPError as e:
-        raise EngineDied(f"cannot scrape {metrics_url}: {e}") from None
-    return r.text
+    return bounded_get(metrics_url, timeout_s, SCRAPE_BYTES).decode(errors="replace")

@@ -3,13 +3,14 @@ container runtimes, with nothing to start or stop. It is alive while its /health
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 
 from knee.errors import KneeError
-from knee.runtime.endpoint import EngineDied, Served, stopped
+from knee.runtime.endpoint import EngineDied, Served, bounded_get, stopped
 
 
 class External(Served):
@@ -55,10 +56,10 @@ class External(Served):
     def facts(self) -> dict:
         """What the server says of itself: its version and the models it serves."""
         try:
-            version = httpx.get(f"{self.url}/version", timeout=10).json().get("version")
-            models = [m["id"] for m in httpx.get(f"{self.url}/v1/models", timeout=10)
-                      .json().get("data", [])]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+            version = json.loads(bounded_get(f"{self.url}/version", 10, 1 << 20)).get("version")
+            models = [m["id"] for m in json.loads(bounded_get(
+                f"{self.url}/v1/models", 10, 1 << 20)).get("data", [])]
+        except (EngineDied, ValueError, KeyError, TypeError, AttributeError) as e:
             raise KneeError(f"the external server at {self.url} does not answer /version and "
                             f"/v1/models as vLLM does: {e}") from None
         return {"url": self.url, "metrics_url": self.metrics_url, "booted_by_knee": False,

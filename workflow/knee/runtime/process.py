@@ -51,13 +51,15 @@ class Engine(Served):
     pidfile: Path | None = None
     cpus: list[int] | None = None
     proc: subprocess.Popen | None = None
+    inherit: bool = True  # False: env is the whole environment (knee's own is not passed on)
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **self.env}, start_new_session=True,
+                env={**os.environ, **self.env} if self.inherit else dict(self.env),
+                start_new_session=True,
                 preexec_fn=_child_setup(self.cpus),
             )
         if self.pidfile:
