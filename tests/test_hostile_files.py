@@ -119,3 +119,27 @@ def test_a_campaign_over_long_names_gets_a_folder_name_that_fits():
     name = configfile.campaign_folder(long)
     assert name.startswith("campaign-3-experiments-") and len(name.encode()) <= 200
     assert name != configfile.campaign_folder(long[:2] + ["other"])
+
+
+def test_nothing_outside_a_results_folder_is_read_or_printed(results, tmp_path):
+    """A manifest line naming ../x, a README link into ../outside.json or through a link that
+    leads out: named as leading outside, never read."""
+    from knee import audit
+
+    secret = tmp_path / "outside.json"
+    secret.write_text('{"secret": "do-not-print"}')
+    manifest = results / "MANIFEST.sha256"
+    manifest.write_text(manifest.read_text() + f"{'0' * 64}  ../outside.json\n")
+    problems = audit.check_manifest(results)
+    assert any("../outside.json: leads outside" in p for p in problems), problems
+    (results / "comparison" / "out.json").symlink_to(secret)
+    readme = results / "README.md"
+    readme.write_text(readme.read_text() + "\n[7](../outside.json#/secret) "
+                      "[8](comparison/out.json#/secret)\n")
+    for number in ("7", "8"):
+        with pytest.raises(KneeError, match="leads outside") as e:
+            audit.trace(results, number)
+        assert "do-not-print" not in str(e.value)
+    readme.write_text(readme.read_text() + "\n[9](comparison/bar.json#/no/such)\n")
+    with pytest.raises(KneeError, match=r"comparison/bar.json#/no/such: no such value"):
+        audit.trace(results, "9")

@@ -6,7 +6,6 @@ workflow (analysis, comparison, bar, README), never imports the runtime or the c
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -50,10 +49,14 @@ def check_manifest(root: Path) -> list[str]:
     if not path.is_file():
         return [f"{path}: missing"]
     problems, listed = [], set()
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(jsonio.read_text(path).splitlines(), 1):
         digest, _, name = line.partition("  ")
         listed.add(name)
-        f = root / name
+        try:
+            f = jsonio.in_folder(root, name)
+        except KneeError as e:
+            problems.append(f"{path}:{n}: {e}")
+            continue
         if not f.is_file():
             problems.append(f"{path}:{n}: {name} is listed but missing")
         elif sha256_file(f) != digest:
@@ -74,10 +77,14 @@ def check_crate(root: Path) -> list[str]:
         return [f"{CRATE}: missing (re-render: knee crate)"]
     if not manifest.is_file():
         return []
-    files = [e for e in json.loads(path.read_text())["@graph"]
-             if "File" in ([e["@type"]] if isinstance(e["@type"], str) else e["@type"])]
-    described = {e["@id"]: e.get("sha256") for e in files}
-    listed = dict(reversed(line.split("  ", 1)) for line in manifest.read_text().splitlines())
+    try:
+        files = [e for e in jsonio.read(path)["@graph"]
+                 if "File" in ([e["@type"]] if isinstance(e["@type"], str) else e["@type"])]
+    except (KeyError, TypeError) as e:
+        return [f"{CRATE}: not an RO-Crate ({type(e).__name__}: {e})"]
+    described = {e.get("@id"): e.get("sha256") for e in files}
+    listed = dict(reversed(line.split("  ", 1)) for line in
+                  jsonio.read_text(manifest).splitlines() if "  " in line)
     listed.pop(CRATE, None)
     problems = []
     for name in sorted(set(listed) | set(described)):
@@ -272,7 +279,7 @@ def trace(root: Path, query: str) -> list[str]:
     if "#" in query:
         hits.append(("(given)", *query.split("#", 1)))
     else:
-        for n, line in enumerate((root / "README.md").read_text().splitlines(), 1):
+        for n, line in enumerate(jsonio.read_text(root / "README.md").splitlines(), 1):
             for text, target, pointer in LINK.findall(line):
                 if query in text:
                     hits.append((f"README.md:{n}", target, pointer))
@@ -280,8 +287,11 @@ def trace(root: Path, query: str) -> list[str]:
         raise KneeError(f"{root}/README.md: no linked number matches {query!r}")
     out = []
     for where, target, pointer in hits:
-        doc = jsonio.read(root / target)
-        value = resolve(doc, pointer)
+        doc = jsonio.read(jsonio.in_folder(root, target))
+        try:
+            value = resolve(doc, pointer)
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise KneeError(f"{where}: {target}#{pointer}: no such value in {target}") from None
         out.append(f"{where} -> {target}#{pointer} = {value!r}")
         out += [f"  {line}" for line in provenance(root, plan, target, doc, pointer)]
     return out

@@ -195,6 +195,16 @@ def read_bytes(path: Path | str, limit: int = READ_LIMIT) -> bytes:
     return data
 
 
+def in_folder(root: Path | str, name: str) -> Path:
+    """A file named inside a results folder, refused when the name or a link on the way
+    leads out of it (../x, an absolute path, a link to /etc or another folder)."""
+    top = Path(root).resolve()
+    path = (top / name).resolve()
+    if path != top and top not in path.parents:
+        raise KneeError(f"{Path(root) / name}: leads outside {root} (to {path}): not read")
+    return path
+
+
 def read_text(path: Path | str, limit: int = READ_LIMIT) -> str:
     """read_bytes as UTF-8 text, naming the file when it is not."""
     try:
