@@ -169,11 +169,10 @@ def check_server(server: dict, where: str, source: str,
                  options: frozenset[str] | None = None) -> None:
     """Flags knee owns (or a prefix of one), flags that are not the engine's options in full
     (where its options are known), and credentials written into the config, are refused."""
-    for flag in server.get("args") or {}:
+    for flag, value in (server.get("args") or {}).items():
         if flag in OWNED_FLAGS:
             raise KneeError(f"{source}: {where}.args.{flag}: knee sets --{flag} itself; set "
                             f"{OWNED_FLAGS[flag]} instead")
-        value = (server.get("args") or {})[flag]
         if flag.split("-")[-1].upper() in secrets.SECRET_WORDS and not isinstance(value, bool):
             raise KneeError(f"{source}: {where}.args.{flag}: a flag named like a credential "
                             "would carry it in the plan and the receipts: give the engine the "

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from knee import prompts
+from knee.arms import resolve_arms
 from knee.errors import KneeError
 
 # directories a config must never hand to the engine (read, or mount read-write)
@@ -109,9 +110,8 @@ def check(config: dict, source: str) -> None:
     check_cache_dir(rt["cache_dir"], source)
     fixture = config["instruments"].get("fixture")
     if fixture:
-        servers = [config["server"], *(config["arms"].get(a) or {} for a in ("control",
-                                                                               "candidate"))]
-        lens = [n for s in servers if isinstance(n := s.get("args", {}).get("max-model-len"), int)]
+        lens = [n for arm in resolve_arms(config).values()
+                if isinstance(n := arm["args"].get("max-model-len"), int)]
         check_prompts(fixture, source, min(lens, default=None))
     path = config["model"].get("path")
     if path is not None:

@@ -7,7 +7,7 @@ import json
 import random
 from pathlib import Path
 
-from knee import __version__
+from knee import __version__, jsonio
 from knee.errors import KneeError
 
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -100,8 +100,6 @@ def class_files(prompt_dir: Path, name: str) -> list[Path]:
 def read_prompt(path: Path, max_model_len: int | None = None) -> str:
     """One prompt file's text: UTF-8, at most PROMPT_BYTES, and not surely longer than the
     engine's context (no tokenizer puts more than BYTES_PER_TOKEN bytes in a token)."""
-    from knee import jsonio
-
     text = jsonio.read_text(path, PROMPT_BYTES)
     if max_model_len and len(text.encode()) > BYTES_PER_TOKEN * max_model_len:
         raise KneeError(f"instruments.fixture.prompt_dir: {path}: {len(text.encode())} bytes "
