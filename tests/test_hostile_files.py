@@ -8,11 +8,12 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from knee import cli, config, configfile, listening
+from knee import cli, config, configfile, listening, session
 from knee.errors import KneeError
 from knee.runtime import endpoint
 from tests.conftest import ROOT
@@ -110,6 +111,26 @@ def test_a_listener_beyond_the_configured_host_is_found():
     finally:
         inside.close()
         beyond.close()
+
+
+@pytest.mark.parametrize("rt, port, stops", [
+    ({"host": "127.0.0.1"}, 8000, "runtime.internal_listeners: allow"),  # another port
+    ({"host": "127.0.0.1", "internal_listeners": "allow"}, 8000, None),
+    ({"host": "127.0.0.1", "internal_listeners": "allow"}, 50443, "beyond runtime.host"),
+    ({"host": "0.0.0.0"}, 8000, None)])
+def test_only_an_allowed_port_of_the_engine_own_listens_beyond_the_host(
+        monkeypatch, capsys, rt, port, stops):
+    found = [{"address": "127.0.0.1", "port": 8000}, {"address": "::", "port": 50443}]
+    monkeypatch.setattr(listening, "listening", lambda pgid: found)
+    s = SimpleNamespace(sid="1-control", rt=rt)
+    engine = SimpleNamespace(proc=SimpleNamespace(pid=1), port=port)
+    if stops:
+        with pytest.raises(KneeError, match=r"listens on :::50443, beyond runtime.host") as e:
+            session.where_it_listens(s, engine)
+        assert stops in str(e.value)
+    else:
+        assert session.where_it_listens(s, engine) == found
+        assert (":::50443" in capsys.readouterr().err) == ("internal_listeners" in rt)
 
 
 def test_a_campaign_over_long_names_gets_a_folder_name_that_fits():

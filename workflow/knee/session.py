@@ -235,14 +235,22 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
 
 
 def where_it_listens(s: Session, engine: Engine) -> list[dict]:
-    """The TCP sockets the engine's processes listen on; any beyond runtime.host stops the
-    session before it measures (a flag or variable that reached --host by another way)."""
+    """The TCP sockets the engine's processes listen on. Its API port beyond runtime.host
+    stops the session before it measures (a flag or variable that reached --host by another
+    way), and so does any other port unless runtime.internal_listeners allows it."""
     found = listening.listening(engine.proc.pid)  # its own process group (a new session)
     beyond = listening.outside(found, s.rt["host"])
-    if beyond:
-        shown = ", ".join(f"{x['address']}:{x['port']}" for x in beyond)
+    shown = ", ".join(f"{x['address']}:{x['port']}" for x in beyond)
+    api = any(x["port"] == engine.port for x in beyond)
+    if api or (beyond and s.rt.get("internal_listeners") != "allow"):
+        hint = "" if api else (" (a port of the engine's own, not its API port; "
+                               "runtime.internal_listeners: allow measures and records it)")
         raise KneeError(f"session {s.sid}: the engine listens on {shown}, beyond runtime.host "
-                        f"{s.rt['host']!r}: stopped before measuring")
+                        f"{s.rt['host']!r}{hint}: stopped before measuring")
+    if beyond:
+        print(f"warning: session {s.sid}: the engine's own ports listen on {shown}, beyond "
+              f"runtime.host (runtime.internal_listeners: allow); recorded in the boot receipt",
+              file=sys.stderr)
     return found
 
 
