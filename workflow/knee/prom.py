@@ -7,6 +7,7 @@ an error naming the window and the file, never a zero in a table.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -54,7 +55,7 @@ def total(samples: Samples, name: str, by: str | None = None):
     if name not in samples:
         return None
     if by is None:
-        return sum(samples[name].values())
+        return math.fsum(samples[name].values())
     grouped: dict[str, float] = defaultdict(float)
     for labels, value in samples[name].items():
         grouped[dict(labels).get(by, "")] += value

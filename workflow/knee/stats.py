@@ -3,6 +3,8 @@ definitions)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -82,6 +84,8 @@ def window_client_summary(records: list[dict]) -> dict:
 
 
 def mean(values: list) -> float | None:
-    """Mean of the values that are not None; None if there are none."""
+    """Mean of the values that are not None; None if there are none. The sum is rounded
+    once (math.fsum), so the same raw file gives the same digits on every Python (3.12's
+    sum() compensates, 3.11's does not)."""
     vals = [v for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
+    return math.fsum(vals) / len(vals) if vals else None
