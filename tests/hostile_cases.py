@@ -206,6 +206,14 @@ CASES = [
     Case("args-api-key", S("server.args.api-key", "sk-abcdefghijklmnop"),
          r"server.args.api-key: a flag named like a credential"),
     # the machine: paths, CPUs, runtime
+    Case("external-one-server", S("runtime", {"kind": "external", "servers": {
+        "control": {"url": "http://127.0.0.1:8000"},
+        "candidate": {"url": "http://127.0.0.1:8000/"}}}),
+         r"runtime.servers.candidate.url: 'http://127.0.0.1:8000/' is the control's server too"),
+    Case("external-one-server-default-port", S("runtime", {"kind": "external", "servers": {
+        "control": {"url": "http://Example.test/v"},
+        "candidate": {"url": "http://example.test:80/v/"}}}),
+         r"candidate.url: .* is the control's server too"),
     Case("docker-no-image", S("runtime.kind", "docker"),
          r"runtime.image: the docker runtime needs"),
     Case("image-digest-bad", all_of(S("runtime.kind", "docker"), S("runtime.image", {

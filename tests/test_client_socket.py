@@ -105,3 +105,21 @@ def test_error_answer_delimited_by_the_close_keeps_its_status_and_body():
 
     rec, _ = run_one(script)
     assert rec["error"] == 'HTTPError: HTTP 503: {"error": "engine overloaded"}'
+
+
+@pytest.mark.parametrize("sent, sampling, error", [
+    (2, {"max_tokens": 2}, None),
+    (3, {"max_tokens": 2}, "LengthError: 3 output tokens, more than max_tokens 2"),
+    (1, {"max_tokens": 2}, None),  # the model may stop early where EOS counts
+    (1, {"max_tokens": 2, "ignore_eos": True},
+     "LengthError: 1 output tokens under ignore_eos, not max_tokens 2")])
+def test_an_answer_of_another_length_than_asked_is_an_error(sent, sampling, error):
+    def script(conn, seen):
+        conn.sendall(HEAD + b"".join(event(n) for n in range(1, sent + 1)) + b"0\r\n\r\n")
+
+    server = OneResponse(script)
+    server.start()
+    result = client.run(f"http://127.0.0.1:{server.port}", "m", ["hi"], sampling, 1, 10)
+    server.join(5)
+    rec = result["records"][0]
+    assert rec["output_tokens"] == sent and rec["error"] == error

@@ -164,3 +164,13 @@ def test_nothing_outside_a_results_folder_is_read_or_printed(results, tmp_path):
     readme.write_text(readme.read_text() + "\n[9](comparison/bar.json#/no/such)\n")
     with pytest.raises(KneeError, match=r"comparison/bar.json#/no/such: no such value"):
         audit.trace(results, "9")
+
+
+def test_an_aa_may_measure_one_external_server_and_an_ab_may_not():
+    cfg = configfile.load(ROOT / "config" / "aa-cpu.yaml")
+    one = {"url": "http://127.0.0.1:8000"}
+    cfg["runtime"] = {"kind": "external", "servers": {"control": one, "candidate": one}}
+    assert config.make_plan(config.validate(cfg, "aa.yaml"), "aa.yaml")["variable"] == "none"
+    cfg["variable"], cfg["arms"]["candidate"] = "args.max-num-seqs", {"args": {"max-num-seqs": 4}}
+    with pytest.raises(KneeError, match=r"candidate.url: .* is the control's server too"):
+        config.make_plan(config.validate(cfg, "ab.yaml"), "ab.yaml")

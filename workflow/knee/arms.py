@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from knee import engineflags, secrets
 from knee.errors import KneeError
@@ -204,6 +205,29 @@ def check_servers(config: dict, source: str) -> None:
     check_server(config["server"], "server", source, options)
     for arm in ARMS:
         check_server(config["arms"].get(arm) or {}, f"arms.{arm}", source, options)
+    if rt["kind"] == "external" and config["variable"] != "none":
+        check_two_servers(rt["servers"], source)
+
+
+def same_server(a: str, b: str) -> bool:
+    """Two URLs that reach one server: scheme, host and port alike (the default port where
+    none is written) and the same path but for a trailing slash."""
+    x, y = urlsplit(a), urlsplit(b)
+    port = {"http": 80, "https": 443}
+    return ((x.scheme, x.hostname, x.port or port.get(x.scheme), x.path.rstrip("/")) ==
+            (y.scheme, y.hostname, y.port or port.get(y.scheme), y.path.rstrip("/")))
+
+
+def check_two_servers(servers: dict, source: str) -> None:
+    """An A/B of external servers measures two servers: one URL for both arms would compare a
+    server with itself and call the difference the variable's (an A/A, variable: none, may)."""
+    control, candidate = servers["control"], servers["candidate"]
+    for key in ("url", "metrics_url"):
+        if key in control and key in candidate and same_server(control[key], candidate[key]):
+            raise KneeError(f"{source}: runtime.servers.candidate.{key}: {candidate[key]!r} is "
+                            f"the control's server too ({control[key]!r}): both arms would "
+                            "measure one server; name each arm's own (one server against "
+                            "itself is an A/A: variable: none)")
 
 
 def _flag_value(value) -> str:

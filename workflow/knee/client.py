@@ -304,6 +304,19 @@ def request_body(api: str, model: str, prompt, sampling: dict, index: int = 0) -
     return {"model": model, "prompt": prompt, **stream, **sampling}
 
 
+def length_error(rec: Record, sampling: dict) -> str | None:
+    """An answer longer than max_tokens, or under ignore_eos not exactly max_tokens long, is
+    not the request that was sent: the record is an error, not a measurement."""
+    cap, n = sampling.get("max_tokens"), rec.output_tokens
+    if cap is None:
+        return None
+    if n > cap:
+        return f"LengthError: {n} output tokens, more than max_tokens {cap}"
+    if sampling.get("ignore_eos") and n != cap:
+        return f"LengthError: {n} output tokens under ignore_eos, not max_tokens {cap}"
+    return None
+
+
 async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
                       concurrency: int, timeout_s: float, warmup: bool = False,
                       api: str = "completions", done: list | None = None) -> dict:
@@ -336,6 +349,8 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
                     rec.error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
                     if conn is not None:
                         conn.keep = False
+                else:
+                    rec.error = length_error(rec, sampling)
                 finally:
                     rec.t_done = time.perf_counter() - t0
                 records.append(rec)

@@ -8,7 +8,7 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from knee import compare, inference, instruments, jsonio, recommend_parts, stopping
+from knee import compare, inference, instruments, jsonio, mdtext, recommend_parts, stopping
 from knee.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.config import order_name
 from knee.folder import prediction_path
@@ -65,6 +65,8 @@ def rule_caveat(r: dict) -> str | None:
     """A rule that did not pass, in words, with what it would take to resolve it."""
     if r["verdict"] == "PASS":
         return None
+    r = {**r, "rule": mdtext.text(r["rule"]),
+         "reason": r.get("reason") and mdtext.text(r["reason"])}
     if r["verdict"] == "INVALID":
         return f"{r['rule']}: INVALID ({r.get('reason')})."
     where = f"estimate {pctf(r['estimate'])}, interval {ci(r['interval'])}"
@@ -109,7 +111,7 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
     out += [speed_caveat(comparison["host_speed"])] if comparison.get("host_speed") else []
     out += [gpu_caveat(comparison["gpu"])] if comparison.get("gpu") else []
     out += [f"Engine-side difference beyond the variable ({d['kind']}, "
-            f"{' and '.join(d['arms'])}): {d['what']} "
+            f"{' and '.join(d['arms'])}): {mdtext.text(d['what'])} "
             "([comparison.json](comparison/comparison.json#/engine_differences))."
             for d in comparison.get("engine_differences", [])]
     out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
@@ -221,6 +223,7 @@ def templates(html: bool) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=html,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters["pctf"] = pctf
+    env.filters["md"], env.filters["code"] = mdtext.text, mdtext.code
     return env
 
 
