@@ -214,6 +214,15 @@ CASES = [
         "control": {"url": "http://Example.test/v"},
         "candidate": {"url": "http://example.test:80/v/"}}}),
          r"candidate.url: .* is the control's server too"),
+    Case("engine-requirements-unpinned",
+         S("runtime.engine", {"requirements": "config/prompts/shell/01.txt"}),
+         r"runtime.engine.requirements: 'config/prompts/shell/01.txt': line 1: .* pins no "
+         r"exact version"),
+    Case("engine-requirements-outside", S("runtime.engine", {"requirements": "../x.txt"}),
+         r"runtime.engine.requirements: '../x.txt' resolves to .*, outside the working "
+         r"directory"),
+    Case("engine-python-and-requirements", S("runtime.engine", {
+        "python": "/usr/bin/python3", "requirements": "envs/engine.txt"}), r"runtime.engine"),
     Case("docker-no-image", S("runtime.kind", "docker"),
          r"runtime.image: the docker runtime needs"),
     Case("image-digest-bad", all_of(S("runtime.kind", "docker"), S("runtime.image", {

@@ -75,12 +75,14 @@ def engine_options(python: str, env: dict) -> list[str] | None:
 def cmd_engine_info(args) -> int:
     import os
 
+    from knee import places
+
     python, env = args.python, {}
     if args.plan:  # an existing engine environment: runtime.engine
         engine = jsonio.read(args.plan, "plan")["runtime"].get("engine") or {}
         if not engine:
             raise KneeError(f"{args.plan}: runtime.engine: the plan names no engine environment")
-        python, env = engine["python"], engine.get("env", {})
+        python, env = places.engine_python(engine), engine.get("env", {})
     if not python:
         raise KneeError("knee engine-info: give --python PYTHON or --plan PLAN")
     try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
 
 from knee import prompts
@@ -100,6 +102,63 @@ def check_cpus(cpus: list[int] | None, source: str) -> None:
                             f"machine lets knee use ({usable})")
 
 
+REQUIREMENTS_LIMIT = 64 * 1024
+PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.+!_-]+"
+                    r"(\s*;[^#]*?)?(\s+--hash=sha256:[0-9a-f]{64})*$")
+
+
+def requirements_bytes(value: str, source: str) -> bytes:
+    """A requirements file of the repository, read bounded: a regular file inside the working
+    directory (links resolved), at most REQUIREMENTS_LIMIT bytes."""
+    key, path = "runtime.engine.requirements", (Path.cwd() / value).resolve()
+    if not inside(path, Path.cwd().resolve()):
+        raise KneeError(f"{source}: {key}: {value!r} resolves to {path}, outside the working "
+                        "directory: the file is part of the experiment, so it lives in the "
+                        "repository (e.g. envs/gpu-engine.txt)")
+    if not path.is_file():
+        raise KneeError(f"{source}: {key}: {value!r} is not a regular file")
+    with path.open("rb") as f:
+        data = f.read(REQUIREMENTS_LIMIT + 1)
+    if len(data) > REQUIREMENTS_LIMIT:
+        raise KneeError(f"{source}: {key}: {value!r} is over {REQUIREMENTS_LIMIT} bytes")
+    return data
+
+
+def check_requirements(value: str, source: str) -> None:
+    """Every line of an engine's requirements file names one package at one exact version: no
+    ranges, URLs, options or nested files, so the file says what the environment holds."""
+    where = f"{source}: runtime.engine.requirements: {value!r}"
+    try:
+        text = requirements_bytes(value, source).decode()
+    except UnicodeDecodeError as e:
+        raise KneeError(f"{where}: not UTF-8 text (byte {e.start})") from None
+    pins = 0
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
+        if not line:
+            continue
+        if line.startswith("-"):
+            raise KneeError(f"{where}: line {i}: {line!r} is not a pinned requirement (an "
+                            "option or a nested file; name every package with its version)")
+        if not PINNED.match(line):
+            raise KneeError(f"{where}: line {i}: {line!r} pins no exact version "
+                            "(write name==version)")
+        pins += 1
+    if not pins:
+        raise KneeError(f"{where}: pins nothing: name every package as name==version")
+
+
+def engine_home(engine: dict) -> str:
+    """Where knee builds the environment of a requirements file: named by the file's sha256."""
+    digest = hashlib.sha256(requirements_bytes(engine["requirements"], "config")).hexdigest()
+    return f"resources/engine-{digest[:12]}"
+
+
+def engine_python(engine: dict) -> str:
+    """The Python of runtime.engine: the one named, or the one built from its requirements."""
+    return engine["python"] if "python" in engine else f"{engine_home(engine)}/bin/python"
+
+
 def check(config: dict, source: str) -> None:
     """Every path and CPU of a validated config, on this machine. A session run elsewhere (a
     Slurm job) checks its model and CPUs again on its node before it boots."""
@@ -108,6 +167,8 @@ def check(config: dict, source: str) -> None:
         raise KneeError(f"{source}: runtime.image: the docker runtime needs an image "
                         "({ref, digest}) to boot")
     check_cache_dir(rt["cache_dir"], source)
+    if "requirements" in rt.get("engine", {}):
+        check_requirements(rt["engine"]["requirements"], source)
     fixture = config["instruments"].get("fixture")
     if fixture:
         lens = [n for arm in resolve_arms(config).values()

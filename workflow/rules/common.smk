@@ -5,6 +5,7 @@ import sys
 
 from knee import config as knee_config
 from knee import deps as knee_deps
+from knee import places as knee_places
 from knee import prompts as knee_prompts
 from knee import rawfiles as knee_rawfiles
 from knee import stopping as knee_stopping
@@ -41,8 +42,16 @@ ENGINE_VENV = "resources/engine-venv"
 # runtime.engine: an existing engine environment (a GPU host's Python with vLLM); else the
 # embedded CPU engine, built by rule engine_env
 ENGINE = PLAN["runtime"].get("engine")
-ENGINE_PYTHON = ENGINE["python"] if ENGINE else f"{ENGINE_VENV}/bin/python"
-ENGINE_FACTS = f"{R}/receipts/engine.json" if ENGINE else f"{ENGINE_VENV}/knee-engine.json"
+# runtime.engine.requirements: an environment knee builds (rule engine_requirements) in a
+# folder named by the file's sha256
+ENGINE_BUILT = bool(ENGINE) and "requirements" in ENGINE
+ENGINE_PYTHON = knee_places.engine_python(ENGINE) if ENGINE else f"{ENGINE_VENV}/bin/python"
+if ENGINE_BUILT:
+    ENGINE_FACTS = f"{knee_places.engine_home(ENGINE)}/knee-engine.json"
+elif ENGINE:
+    ENGINE_FACTS = f"{R}/receipts/engine.json"
+else:
+    ENGINE_FACTS = f"{ENGINE_VENV}/knee-engine.json"
 
 
 def engine_env_words(pythonpath=None):

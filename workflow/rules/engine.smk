@@ -17,7 +17,30 @@ rule engine_env:
         " && knee engine-info --python {params.venv}/bin/python --out {output}) > {log} 2>&1"
 
 
-if ENGINE:
+if ENGINE_BUILT:
+
+    rule engine_requirements:
+        """An engine environment built from runtime.engine.requirements (a host with a
+        package index), then read like any engine environment."""
+        input:
+            ENGINE["requirements"],
+        output:
+            ENGINE_FACTS,
+        log:
+            "logs/engine_requirements.log",
+        localrule: True
+        conda:
+            "../../envs/workflow.yaml"
+        params:
+            venv=get_output_dir,
+            env=engine_env_words(),
+        shell:
+            "(bash workflow/scripts/engine-env.sh {input} {params.venv} as-pinned"
+            " && env {params.env} knee engine-info --python {params.venv}/bin/python"
+            " --out {output}) > {log} 2>&1"
+
+
+if ENGINE and not ENGINE_BUILT:
 
     rule engine_info:
         """An existing engine environment (runtime.engine): its Python and package versions."""
