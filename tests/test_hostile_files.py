@@ -8,12 +8,11 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from knee import cli, config, configfile, listening, session
+from knee import cli, config, configfile, listening
 from knee.errors import KneeError
 from knee.runtime import endpoint
 from tests.conftest import ROOT
@@ -122,14 +121,13 @@ def test_only_an_allowed_port_of_the_engine_own_listens_beyond_the_host(
         monkeypatch, capsys, rt, port, stops):
     found = [{"address": "127.0.0.1", "port": 8000}, {"address": "::", "port": 50443}]
     monkeypatch.setattr(listening, "listening", lambda pgid: found)
-    s = SimpleNamespace(sid="1-control", rt=rt)
-    engine = SimpleNamespace(proc=SimpleNamespace(pid=1), port=port)
+    args = (1, rt["host"], port, rt.get("internal_listeners"), "1-control")
     if stops:
         with pytest.raises(KneeError, match=r"listens on :::50443, beyond runtime.host") as e:
-            session.where_it_listens(s, engine)
+            listening.check(*args)
         assert stops in str(e.value)
     else:
-        assert session.where_it_listens(s, engine) == found
+        assert listening.check(*args) == found
         assert (":::50443" in capsys.readouterr().err) == ("internal_listeners" in rt)
 
 

@@ -21,6 +21,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
+from knee.stats import decode_rate, e2e, ttft
+
 PAIRS = "boot pairs"
 REQUESTS = "requests within one boot pair"
 METHOD = ("The boot pair is the unit of replication. Each pair's effect is the log ratio "
@@ -149,6 +151,19 @@ def false_positives(rows: list[dict]) -> dict:
             "confidence": across[0]["confidence"] if across else None}
 
 
+def request_rate(rec: dict) -> float | None:
+    """Output tokens over the request's own send-to-done time."""
+    span = e2e(rec)
+    return rec["output_tokens"] / span if span and span > 0 else None
+
+
+# metric -> (per-request value, statistic over requests) that a within-pair interval resamples.
+# In a closed loop aggregate throughput is concurrency x the mean per-request rate, so its
+# interval comes from that mean.
+PER_REQUEST = {"decode_rate_p50": (decode_rate, np.median), "ttft_p50": (ttft, np.median),
+               "throughput": (request_rate, np.mean)}
+
+
 def within_pair_interval(control: list[dict], candidate: list[dict], metric: str,
                          seed: int, n: int = 2000, centre: float | None = None,
                          confidence: float = 0.95) -> list[float] | None:
@@ -157,8 +172,6 @@ def within_pair_interval(control: list[dict], candidate: list[dict], metric: str
 
     With `centre` (the aggregate throughput delta, which is not a per-request statistic) the
     interval is the bootstrap spread of the per-request statistic's delta moved onto it."""
-    from knee.noise import PER_REQUEST
-
     if metric not in PER_REQUEST:
         return None
     fn, stat = PER_REQUEST[metric]

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import sys
 from pathlib import Path
+
+from knee.errors import KneeError
 
 LISTEN = "0A"  # the TCP state code of a listening socket in /proc/net/tcp
 
@@ -61,3 +64,24 @@ def outside(listeners: list[dict], host: str) -> list[dict]:
         return []
     allowed = {str(wanted)} | ({"127.0.0.1", "::1"} if wanted.is_loopback else set())
     return [x for x in listeners if x["address"] not in allowed]
+
+
+def check(pgid: int, host: str, api_port: int, internal: str | None, sid: str) -> list[dict]:
+    """The TCP sockets the engine's processes (process group `pgid`) listen on. Its API port
+    beyond runtime.host stops the session before it measures (a flag or variable that reached
+    --host by another way), and so does any other port unless runtime.internal_listeners is
+    allow (then it is warned about; the boot receipt records every listener)."""
+    found = listening(pgid)
+    beyond = outside(found, host)
+    shown = ", ".join(f"{x['address']}:{x['port']}" for x in beyond)
+    api = any(x["port"] == api_port for x in beyond)
+    if api or (beyond and internal != "allow"):
+        hint = "" if api else (" (a port of the engine's own, not its API port; "
+                               "runtime.internal_listeners: allow measures and records it)")
+        raise KneeError(f"session {sid}: the engine listens on {shown}, beyond runtime.host "
+                        f"{host!r}{hint}: stopped before measuring")
+    if beyond:
+        print(f"warning: session {sid}: the engine's own ports listen on {shown}, beyond "
+              f"runtime.host (runtime.internal_listeners: allow); recorded in the boot receipt",
+              file=sys.stderr)
+    return found

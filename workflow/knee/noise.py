@@ -6,23 +6,8 @@ Pure functions over raw instrument payloads (as read from raw/P-ARM/<instrument>
 
 from __future__ import annotations
 
-import numpy as np
-
 from knee.inference import REQUESTS
-from knee.stats import decode_rate, e2e, point_summary, ttft
-
-
-def request_rate(rec: dict) -> float | None:
-    """Output tokens over the request's own send-to-done time."""
-    span = e2e(rec)
-    return rec["output_tokens"] / span if span and span > 0 else None
-
-
-# metric -> (per-request value, statistic over requests). In a closed loop aggregate
-# throughput is concurrency x the mean per-request rate, so its CI comes from that mean.
-PER_REQUEST = {"decode_rate_p50": (decode_rate, np.median), "ttft_p50": (ttft, np.median),
-               "throughput": (request_rate, np.mean)}
-
+from knee.stats import point_summary
 
 SPEED_METHOD = ("the engine CPU's speed during a window is the median of samples taken every "
                 "0.25 s while it ran: a fixed piece of work (20000 additions) on that CPU, timed "

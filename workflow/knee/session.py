@@ -219,7 +219,8 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
     if gpu.ids(s.rt):
         hardware["nvml"] = gpu.facts(gpu.nvml(), gpu.ids(s.rt))
     if s.rt["kind"] == "process":
-        facts = {**facts, "listening": where_it_listens(s, engine)}
+        facts = {**facts, "listening": listening.check(
+            engine.proc.pid, s.rt["host"], engine.port, s.rt.get("internal_listeners"), s.sid)}
     if not s.external:
         log = s.log.read_text(errors="replace")  # read once: the cache and the engine's settings
         cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before, log)
@@ -232,26 +233,6 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
         "workflow": s.plan.get("workflow"),
         "compile_cache": cache_before and after_boot(s, cache_before),
     })
-
-
-def where_it_listens(s: Session, engine: Engine) -> list[dict]:
-    """The TCP sockets the engine's processes listen on. Its API port beyond runtime.host
-    stops the session before it measures (a flag or variable that reached --host by another
-    way), and so does any other port unless runtime.internal_listeners allows it."""
-    found = listening.listening(engine.proc.pid)  # its own process group (a new session)
-    beyond = listening.outside(found, s.rt["host"])
-    shown = ", ".join(f"{x['address']}:{x['port']}" for x in beyond)
-    api = any(x["port"] == engine.port for x in beyond)
-    if api or (beyond and s.rt.get("internal_listeners") != "allow"):
-        hint = "" if api else (" (a port of the engine's own, not its API port; "
-                               "runtime.internal_listeners: allow measures and records it)")
-        raise KneeError(f"session {s.sid}: the engine listens on {shown}, beyond runtime.host "
-                        f"{s.rt['host']!r}{hint}: stopped before measuring")
-    if beyond:
-        print(f"warning: session {s.sid}: the engine's own ports listen on {shown}, beyond "
-              f"runtime.host (runtime.internal_listeners: allow); recorded in the boot receipt",
-              file=sys.stderr)
-    return found
 
 
 def cache_receipt(s: Session, pair_arm: dict, boot_s: float, arm_key: str, expected: dict,
