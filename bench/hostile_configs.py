@@ -49,9 +49,12 @@ def timed(argv: list[str], expect: str) -> tuple[float, float, str]:
         seconds = time.perf_counter() - t0
         out.seek(0)
         text = out.read().decode(errors="replace")
-    wrong = ("ACCEPTED" if proc.returncode == 0 else "TRACEBACK"
-             if "Traceback (most recent call last)" in text else ""
-             if re.search(expect, text) else "OTHER MESSAGE")
+    if proc.returncode == 0:
+        wrong = "ACCEPTED"
+    elif "Traceback (most recent call last)" in text:
+        wrong = "TRACEBACK"
+    else:
+        wrong = "" if re.search(expect, text) else "OTHER MESSAGE"
     return seconds, usage.ru_maxrss / 1024, wrong
 
 

@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from knee import prompts
+from knee import jsonio, prompts
 from knee.arms import resolve_arms
 from knee.errors import KneeError
 
@@ -107,9 +107,9 @@ PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-
                     r"(\s*;[^#]*?)?(\s+--hash=sha256:[0-9a-f]{64})*$")
 
 
-def requirements_bytes(value: str, source: str) -> bytes:
-    """A requirements file of the repository, read bounded: a regular file inside the working
-    directory (links resolved), at most REQUIREMENTS_LIMIT bytes."""
+def requirements_path(value: str, source: str) -> Path:
+    """A requirements file of the repository: a regular file inside the working directory
+    (links resolved); read with jsonio's bounded reads, at most REQUIREMENTS_LIMIT bytes."""
     key, path = "runtime.engine.requirements", (Path.cwd() / value).resolve()
     if not inside(path, Path.cwd().resolve()):
         raise KneeError(f"{source}: {key}: {value!r} resolves to {path}, outside the working "
@@ -117,21 +117,14 @@ def requirements_bytes(value: str, source: str) -> bytes:
                         "repository (e.g. envs/gpu-engine.txt)")
     if not path.is_file():
         raise KneeError(f"{source}: {key}: {value!r} is not a regular file")
-    with path.open("rb") as f:
-        data = f.read(REQUIREMENTS_LIMIT + 1)
-    if len(data) > REQUIREMENTS_LIMIT:
-        raise KneeError(f"{source}: {key}: {value!r} is over {REQUIREMENTS_LIMIT} bytes")
-    return data
+    return path
 
 
 def check_requirements(value: str, source: str) -> None:
     """Every line of an engine's requirements file names one package at one exact version: no
     ranges, URLs, options or nested files, so the file says what the environment holds."""
     where = f"{source}: runtime.engine.requirements: {value!r}"
-    try:
-        text = requirements_bytes(value, source).decode()
-    except UnicodeDecodeError as e:
-        raise KneeError(f"{where}: not UTF-8 text (byte {e.start})") from None
+    text = jsonio.read_text(requirements_path(value, source), REQUIREMENTS_LIMIT)
     pins = 0
     for i, raw in enumerate(text.splitlines(), 1):
         line = re.sub(r"(^|\s)#.*$", "", raw).strip()
@@ -150,8 +143,9 @@ def check_requirements(value: str, source: str) -> None:
 
 def engine_home(engine: dict) -> str:
     """Where knee builds the environment of a requirements file: named by the file's sha256."""
-    digest = hashlib.sha256(requirements_bytes(engine["requirements"], "config")).hexdigest()
-    return f"resources/engine-{digest[:12]}"
+    data = jsonio.read_bytes(requirements_path(engine["requirements"], "config"),
+                             REQUIREMENTS_LIMIT)
+    return f"resources/engine-{hashlib.sha256(data).hexdigest()[:12]}"
 
 
 def engine_python(engine: dict) -> str:

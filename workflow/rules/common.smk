@@ -45,12 +45,13 @@ ENGINE = PLAN["runtime"].get("engine")
 # runtime.engine.requirements: an environment knee builds (rule engine_requirements) in a
 # folder named by the file's sha256
 ENGINE_BUILT = bool(ENGINE) and "requirements" in ENGINE
-ENGINE_PYTHON = knee_places.engine_python(ENGINE) if ENGINE else f"{ENGINE_VENV}/bin/python"
 if ENGINE_BUILT:
-    ENGINE_FACTS = f"{knee_places.engine_home(ENGINE)}/knee-engine.json"
+    ENGINE_HOME = knee_places.engine_home(ENGINE)
+    ENGINE_PYTHON, ENGINE_FACTS = f"{ENGINE_HOME}/bin/python", f"{ENGINE_HOME}/knee-engine.json"
 elif ENGINE:
-    ENGINE_FACTS = f"{R}/receipts/engine.json"
+    ENGINE_PYTHON, ENGINE_FACTS = ENGINE["python"], f"{R}/receipts/engine.json"
 else:
+    ENGINE_PYTHON = f"{ENGINE_VENV}/bin/python"
     ENGINE_FACTS = f"{ENGINE_VENV}/knee-engine.json"
 
 
