@@ -20,7 +20,6 @@ tokens - 1) / (chunks - 1)), TTFT and throughput. From these and the acceptance 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from statistics import median
 
@@ -50,9 +49,9 @@ def point_observation(points: list[dict], c: int, output_tokens: int) -> dict:
     tokens = sum(r["output_tokens"] - 1 for r in recs) / sum(len(r["chunk_times"]) - 1
                                                           for r in recs)
     ttft = median(r["t_first"] - r["t_send"] for r in recs)
-    e2e = math.fsum(r["t_done"] - r["t_send"] for r in recs) / len(recs)
+    e2e = sum(r["t_done"] - r["t_send"] for r in recs) / len(recs)
     thr = sum(r["output_tokens"] for p in points for r in p["records"]
-              if not r["warmup"] and not r.get("error")) / math.fsum(p["wall_s"] for p in points)
+              if not r["warmup"] and not r.get("error")) / sum(p["wall_s"] for p in points)
     return {"step_s": median(steps), "tokens_per_step": tokens, "ttft_s": ttft,
             "throughput": thr, "eta": thr / (c * output_tokens / e2e)}
 
@@ -163,8 +162,7 @@ class Model:
         top = max(self.at[c]["tokens"])
         if top == 0:
             raise KneeError(f"c={c}: no speculating session to scale tokens per step from")
-        share = math.fsum(self.rates[:k]) / math.fsum(self.rates[:top])
-        return (self.at[c]["tokens"][top] - 1.0) * share
+        return (self.at[c]["tokens"][top] - 1.0) * sum(self.rates[:k]) / sum(self.rates[:top])
 
     def draft_availability(self) -> dict[int, float]:
         """gamma(k): measured tokens per step above one at a shorter horizon k against the
