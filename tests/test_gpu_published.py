@@ -7,8 +7,8 @@ from knee import aa, audit, inference, jsonio, rawfiles
 from knee.folder import instrument_names
 from tests.conftest import ROOT
 
-FOLDERS = ["ksched-h200", "aa-h200", "noise-h200", "aa-h200-35b"]
-WORKLOAD = ["ksched-h200", "aa-h200", "aa-h200-35b"]  # sampled, raw files compressed
+FOLDERS = ["ksched-h200", "aa-h200", "noise-h200", "aa-h200-35b", "ksched-h200-35b"]
+WORKLOAD = ["ksched-h200", "aa-h200", "aa-h200-35b", "ksched-h200-35b"]  # sampled, compressed
 
 
 @pytest.mark.parametrize("name", FOLDERS)
@@ -32,13 +32,14 @@ def test_the_gpu_aa_reports_its_false_positives_and_mde(name):
     assert "### A/A calibration" in text and "excludes zero" in text and "| MDE |" in text
 
 
-def test_the_cudagraph_override_is_reported_as_a_confound():
-    comparison = jsonio.read(ROOT / "results" / "ksched-h200" / "comparison" /
-                             "comparison.json", "comparison")
+@pytest.mark.parametrize("name", ["ksched-h200", "ksched-h200-35b"])
+def test_the_cudagraph_override_is_reported_as_a_confound(name):
+    comparison = jsonio.read(ROOT / "results" / name / "comparison" / "comparison.json",
+                             "comparison")
     assert [d["arms"] for d in comparison["engine_differences"]] == [["candidate"]]
     assert "Overriding cudagraph_mode" in comparison["engine_differences"][0]["what"]
     assert "Engine-side difference beyond the variable" in \
-        (ROOT / "results" / "ksched-h200" / "README.md").read_text()
+        (ROOT / "results" / name / "README.md").read_text()
 
 
 @pytest.mark.parametrize("name", FOLDERS)
