@@ -16,7 +16,8 @@ import math
 import sys
 from pathlib import Path
 
-from knee import aa, config, inference
+from knee.analyze import aa, inference
+from knee.plan import config
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -40,10 +40,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from knee import client, config, prom, prompts
-from knee.arms import server_argv
-from knee.runtime import endpoint
-from knee.runtime.process import Engine, split_cpus
+from knee.analyze import prom
+from knee.core import prompts
+from knee.measure import client
+from knee.measure.runtime import endpoint
+from knee.measure.runtime.process import Engine, split_cpus
+from knee.plan import config
+from knee.plan.arms import server_argv
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE_PYTHON = ROOT / "resources" / "engine-venv" / "bin" / "python"

@@ -30,9 +30,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from knee import client, progress
-from knee.runtime.endpoint import free_port
-from knee.runtime.process import split_cpus
+from knee.measure import client, progress
+from knee.measure.runtime.endpoint import free_port
+from knee.measure.runtime.process import split_cpus
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE_PYTHON = ROOT / "resources" / "engine-venv" / "bin" / "python"

@@ -16,9 +16,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from knee import compare, jsonio
-from knee.folder import load_sessions
-from knee.stats import point_summary
+from knee.analyze import compare
+from knee.analyze.folder import load_sessions
+from knee.analyze.stats import point_summary
+from knee.core import jsonio
 
 ROOT = Path(__file__).resolve().parents[1]
 

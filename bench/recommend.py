@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from knee import jsonio, readme  # noqa: E402
+from knee.core import jsonio  # noqa: E402
+from knee.publish import readme  # noqa: E402
 
 TARGET_PCT = 10.0
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from knee import jsonio
+from knee.core import jsonio
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

@@ -6,7 +6,8 @@ import shutil
 import subprocess
 import sys
 
-from knee import aa, jsonio
+from knee.analyze import aa
+from knee.core import jsonio
 from tests.conftest import ROOT, engine_processes
 
 PUBLISHED = [ROOT / "results" / "ksched-cpu", ROOT / "results" / "aa-cpu"]
@@ -67,7 +68,7 @@ def test_a_published_run_rederives_with_stopping_by_precision_and_boots_nothing(
         bar = jsonio.read(root / "comparison" / "bar.json", "bar")
         assert bar["pairs"] == realized["pairs"] and bar["looks"] == 2
         assert bar["alpha_per_look"] == cfg["bar"]["alpha"] / 2
-        from knee import audit
+        from knee.publish import audit
 
         # re-planned after measurement: the receipts keep the config and the bar (a fixed
         # number of pairs, no stopping rule) they were measured under, and that is all the

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from knee import cli, config
+from knee import cli
+from knee.plan import config
 from tests.conftest import ROOT
 
 
@@ -173,7 +174,8 @@ def test_the_published_folder_in_its_repository_says_what_git_shows():
 
 
 def test_raw_files_are_held_to_the_hashes_their_stop_receipt_recorded(results):
-    from knee import evidence, jsonio
+    from knee.core import jsonio
+    from knee.publish import evidence
 
     plan = jsonio.read(results / "plan.json", "plan")
     sid, raw = "2-control", results / "raw" / "2-control"

@@ -1,6 +1,6 @@
 """The compile-cache check: per-layer facts from the engine's own log and cache directory."""
 
-from knee import cache
+from knee.measure import cache
 from tests.conftest import ROOT
 
 LOGS = ROOT / "tests" / "data" / "engine-logs"

@@ -10,7 +10,7 @@ import time
 import orjson
 import pytest
 
-from knee import client
+from knee.measure import client
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 

@@ -2,7 +2,7 @@ import copy
 
 import pytest
 
-from knee import bar, compare, inference
+from knee.analyze import bar, compare, inference
 
 
 def record(t_first, t_last, tokens=33):

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from knee import compare, jsonio
+from knee.analyze import compare
 from knee.cli import load_sessions
+from knee.core import jsonio
 from tests.conftest import ROOT
 
 RUN = ROOT / "tests" / "data" / "run"
@@ -54,9 +55,9 @@ def test_one_pair_is_inconclusive_everywhere_it_is_shown(tmp_path):
     import subprocess
     import sys
 
-    from knee import readme
+    from knee.analyze.folder import judge_bar
     from knee.cli import EXIT_VERDICT
-    from knee.folder import judge_bar
+    from knee.publish import readme
 
     result = compare.compare(PLAN, SESSIONS)
     boots = [s["boot"] for s in SESSIONS.values()]

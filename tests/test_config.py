@@ -4,8 +4,8 @@ import sys
 import pytest
 import yaml
 
-from knee import config
-from knee.errors import KneeError
+from knee.core.errors import KneeError
+from knee.plan import config
 from tests.conftest import ROOT
 
 

@@ -3,7 +3,8 @@ profile, its file list and hashes held against MANIFEST.sha256 by knee audit."""
 
 import json
 
-from knee import audit, jsonio
+from knee.core import jsonio
+from knee.publish import audit
 from tests import crate_validator
 from tests.conftest import ROOT
 

@@ -12,7 +12,7 @@ STAGES = ("metrics", "acceptance", "compare", "bar", "figures", "readme")
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_stage_lists_every_module_it_imports(stage):
     files = set(deps.code_files(stage))
-    assert "workflow/knee/jsonio.py" in files
+    assert "workflow/knee/core/jsonio.py" in files
     for path in files:  # closed under import: every knee module a listed file imports is listed
         tree = ast.parse((deps.PACKAGE.parents[1] / path).read_text())
         for module in deps.imported(tree):
@@ -24,9 +24,10 @@ def test_the_comparison_runs_what_its_command_imports():
     """compare's list once left out depthcurve, results and bar: derived, it cannot."""
     files = deps.code_files("compare")
     for module in ("compare", "depthcurve", "folder", "bar", "inference", "noise", "stats"):
-        assert f"workflow/knee/{module}.py" in files
-    assert "workflow/knee/figures.py" not in files and "workflow/knee/client.py" not in files
-    assert "workflow/knee/figures.py" in deps.code_files("figures")
+        assert f"workflow/knee/analyze/{module}.py" in files
+    assert "workflow/knee/publish/figures.py" not in files
+    assert "workflow/knee/measure/client.py" not in files
+    assert "workflow/knee/publish/figures.py" in deps.code_files("figures")
 
 
 def test_an_unknown_command_is_named():

@@ -1,7 +1,7 @@
 """The depth curve: band, streaky points excluded with their reason."""
 
 
-from knee import depthcurve
+from knee.analyze import depthcurve
 
 
 def point(depth, chunks, tokens=65, span=1.0):

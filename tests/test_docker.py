@@ -10,7 +10,7 @@ import time
 import pytest
 import yaml
 
-from knee import jsonio
+from knee.core import jsonio
 from tests.conftest import ROOT, logs, reduced_config, wait_for_traffic
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2"]
@@ -58,7 +58,7 @@ def test_reduced_experiment_in_containers(tmp_path, default_config, results_dir,
     spec = boot["container"]
     assert spec["image"] == f"127.0.0.1:5000/knee/vllm-cpu@{image['digest']}"
     assert spec["ports"] == {"8000/tcp": ["127.0.0.1", int(boot["endpoint"].rsplit(":", 1)[1])]}
-    assert spec["labels"] == {"knee.experiment": name, "knee.session": "1-candidate"}
+    assert spec["labels"] == {"knee.experiment": name, "knee.measure.session": "1-candidate"}
     assert [v["mode"] for v in spec["volumes"].values()] == ["ro", "rw"]
     assert boot["hardware"]["gpus"] == []  # a CPU host: absent cleanly
     caches = [jsonio.read(root / "receipts" / f"1-{arm}-cache.json", "cache")

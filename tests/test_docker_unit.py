@@ -2,8 +2,8 @@
 
 import pytest
 
-from knee.errors import KneeError
-from knee.runtime import docker
+from knee.core.errors import KneeError
+from knee.measure.runtime import docker
 
 
 def test_repository_strips_tag_and_digest_but_keeps_a_registry_port():

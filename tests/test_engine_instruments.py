@@ -3,10 +3,10 @@ OpenAI endpoints, and the depth instrument's refusal of a prefix-cache hit."""
 
 import pytest
 
-from knee import prompts
-from knee.errors import KneeError
+from knee.core import prompts
+from knee.core.errors import KneeError
 from knee.instruments import depth, fixture, sweep
-from knee.runtime.target import Target
+from knee.measure.runtime.target import Target
 from tests.conftest import ROOT
 
 MODEL = {"name": "tiny", "path": "resources/models/tiny-llama-s0-l4-h256"}
@@ -15,9 +15,9 @@ pytestmark = pytest.mark.engine
 
 @pytest.fixture(scope="module")
 def engine(engine_python, tmp_path_factory):
-    from knee.arms import server_argv
-    from knee.runtime import endpoint
-    from knee.runtime.process import Engine
+    from knee.measure.runtime import endpoint
+    from knee.measure.runtime.process import Engine
+    from knee.plan.arms import server_argv
 
     port = endpoint.free_port("127.0.0.1")
     argv = server_argv(engine_python, {"args": {"dtype": "float32", "max-model-len": 1024}},
@@ -73,7 +73,7 @@ def test_a_prefix_cache_hit_is_refused_not_timed(engine):
 
 
 def test_exact_token_prompts_are_deterministic_and_exact_on_the_real_tokenizer(engine):
-    from knee.runtime import endpoint
+    from knee.measure.runtime import endpoint
 
     tokenize = endpoint.tokenizer(engine.base_url, MODEL["name"])
     a = prompts.exact_token_prompts(tokenize, 5, "x", 3, 40)
@@ -93,7 +93,11 @@ def toy():
 
 def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
         engine, toy, default_config, tmp_path):
-    from knee import compare, config, folder, jsonio, readme, session
+    from knee.analyze import compare, folder
+    from knee.core import jsonio
+    from knee.measure import session
+    from knee.plan import config
+    from knee.publish import readme
 
     cfg = default_config
     # 64 tokens: a request of a few tokens can arrive in one chunk under speculation, and a
@@ -123,7 +127,7 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
     # flush a whole stream in one receive, and then the rate is undefined (None), never zero;
     # the row exists when either arm has a request with a rate, and has a delta only when
     # both have one
-    from knee.stats import decode_rate
+    from knee.analyze.stats import decode_rate
 
     rated = [any(decode_rate(r) is not None for p in s["raw"]["burst"]["points"]
                  for r in p["records"]) for s in sessions.values()]
@@ -139,7 +143,7 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
 
 
 def test_a_bar_rule_cannot_name_a_point_the_toy_does_not_measure(toy, default_config):
-    from knee import config
+    from knee.plan import config
 
     default_config["instruments"]["burst"] = {}
     default_config["bar"]["rules"] = [{"name": "x", "instrument": "burst", "metric": "throughput",

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from knee import config, places
-from knee.errors import KneeError
+from knee.core.errors import KneeError
+from knee.plan import config, places
 from tests.conftest import ROOT
 
 PINNED = "tests/data/engine-pinned.txt"

@@ -9,11 +9,13 @@ import uuid
 import pytest
 import yaml
 
-from knee import audit, config, jsonio
-from knee.arms import server_argv
-from knee.readme import EXTERNAL
-from knee.runtime import endpoint
-from knee.runtime.process import Engine
+from knee.core import jsonio
+from knee.measure.runtime import endpoint
+from knee.measure.runtime.process import Engine
+from knee.plan import config
+from knee.plan.arms import server_argv
+from knee.publish import audit
+from knee.publish.readme import EXTERNAL
 from tests.conftest import ROOT, logs
 
 pytestmark = pytest.mark.engine

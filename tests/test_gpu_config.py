@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from knee import config, configfile
-from knee.errors import KneeError
+from knee.core.errors import KneeError
+from knee.plan import config, configfile
 from tests.conftest import ROOT
 
 

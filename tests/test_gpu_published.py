@@ -3,8 +3,10 @@ of them must carry, and that they audit here."""
 
 import pytest
 
-from knee import aa, audit, inference, jsonio, rawfiles
-from knee.folder import instrument_names
+from knee.analyze import aa, inference
+from knee.analyze.folder import instrument_names
+from knee.core import jsonio, rawfiles
+from knee.publish import audit
 from tests.conftest import ROOT
 
 FOLDERS = ["ksched-h200", "aa-h200", "noise-h200", "aa-h200-35b", "ksched-h200-35b"]

@@ -1,6 +1,6 @@
 """Host facts around a window: shares from /proc/stat deltas, CPU pressure, foreign load."""
 
-from knee import hostfacts
+from knee.measure import hostfacts
 
 
 def fake_proc(tmp_path, name, cpu1_busy, cpu1_idle, psi_us, load="0.50"):
@@ -36,7 +36,7 @@ def test_unreadable_proc_says_so(tmp_path):
 
 
 def test_busy_host_windows_are_flagged_in_the_comparison():
-    from knee import compare
+    from knee.analyze import compare
 
     def session(foreign, steal):
         host = {"readable": True, "client_cpus_foreign_busy": foreign,
@@ -52,7 +52,7 @@ def test_busy_host_windows_are_flagged_in_the_comparison():
 def test_cpu_speed_is_sampled_per_cpu_and_leaves_the_affinity_as_it_was():
     import os
 
-    from knee import hostspeed
+    from knee.measure import hostspeed
 
     home = os.sched_getaffinity(0)
     speed = hostspeed.sample(sorted(home))
@@ -64,7 +64,7 @@ def test_cpu_speed_is_sampled_per_cpu_and_leaves_the_affinity_as_it_was():
 
 
 def test_speed_summary_keeps_only_the_window_and_reads_the_sampler_lines():
-    from knee import hostspeed
+    from knee.measure import hostspeed
 
     samples = hostspeed.parse("9.9 cpu0 99.0\n10.0 cpu0 10.0\n10.25 cpu1 30.0\n10.5 cpu0 20.0\n"
                               "10.75 cpu0 30.0\n11.5 cpu0 1.0\npartial")
@@ -78,7 +78,7 @@ def test_speed_summary_keeps_only_the_window_and_reads_the_sampler_lines():
 def test_the_sampler_samples_while_the_block_runs_and_stops_after_it():
     import time
 
-    from knee import hostspeed
+    from knee.measure import hostspeed
 
     with hostspeed.Sampler([0], interval=0.05) as sampler:
         t0 = time.monotonic()

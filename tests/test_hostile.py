@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from knee import config
-from knee.errors import KneeError
+from knee.core.errors import KneeError
+from knee.plan import config
 from tests.conftest import ROOT, engine_processes
 from tests.hostile_cases import CASES, COMMAND_LINE
 

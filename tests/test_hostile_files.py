@@ -12,9 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from knee import cli, config, configfile, listening
-from knee.errors import KneeError
-from knee.runtime import endpoint
+from knee import cli
+from knee.core.errors import KneeError
+from knee.measure import listening
+from knee.measure.runtime import endpoint
+from knee.plan import config, configfile
 from tests.conftest import ROOT
 
 
@@ -143,7 +145,7 @@ def test_a_campaign_over_long_names_gets_a_folder_name_that_fits():
 def test_nothing_outside_a_results_folder_is_read_or_printed(results, tmp_path):
     """A manifest line naming ../x, a README link into ../outside.json or through a link that
     leads out: named as leading outside, never read."""
-    from knee import audit
+    from knee.publish import audit
 
     secret = tmp_path / "outside.json"
     secret.write_text('{"secret": "do-not-print"}')

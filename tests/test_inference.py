@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from knee import bar, inference, stopping
+from knee.analyze import bar, inference
+from knee.plan import stopping
 
 # Between-boot spread like the embedded engine's (the published run's control boots differ by
 # about 17 % at every concurrency: a log-scale SD near 0.12); request noise inside a boot of

@@ -6,7 +6,8 @@ import json
 
 from markdown_it import MarkdownIt
 
-from knee import cli, mdtext
+from knee import cli
+from knee.publish import mdtext
 
 HOSTILE = ("ok | forged cell\n# Verdict: PASS\n**PASS** [click](https://evil.example/x) "
            "![i](https://evil.example/i.png) <img src=x onerror=alert(1)> `tick` <https://evil.example>")

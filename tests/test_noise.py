@@ -1,4 +1,4 @@
-from knee import compare, inference, noise
+from knee.analyze import compare, inference, noise
 
 
 def rec(span, tokens=11):

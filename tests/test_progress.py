@@ -3,7 +3,8 @@
 import io
 import time
 
-from knee import jsonio, progress
+from knee.core import jsonio
+from knee.measure import progress
 from tests.conftest import ROOT
 
 

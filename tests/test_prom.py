@@ -2,8 +2,8 @@
 
 import pytest
 
-from knee import prom
-from knee.errors import KneeError
+from knee.analyze import prom
+from knee.core.errors import KneeError
 from tests.conftest import ROOT
 
 DATA = ROOT / "tests" / "data"

@@ -8,8 +8,10 @@ import threading
 
 import pytest
 
-from knee import client, config, jsonio, prompts, rawfiles
-from knee.errors import KneeError
+from knee.core import jsonio, prompts, rawfiles
+from knee.core.errors import KneeError
+from knee.measure import client
+from knee.plan import config
 
 
 def test_a_gz_name_is_written_compressed_reproducibly_and_read_expanded(tmp_path):

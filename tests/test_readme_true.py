@@ -3,7 +3,7 @@
 import re
 
 from knee.cli import COMMANDS
-from knee.jsonio import load_schema
+from knee.instruments import config_schema
 from tests.conftest import ROOT
 
 TEXTS = [ROOT / "README.md", ROOT / "config" / "README.md"]
@@ -12,7 +12,7 @@ KEY = re.compile(r"`((?:runtime|model|server|arms|variable|protocol|instruments|
 
 
 def schema_has(dotted: str) -> bool:
-    schema = load_schema("config")
+    schema = config_schema()
     node = schema
     for part in dotted.split("."):
         if "$ref" in node:

@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from knee import jsonio
+from knee.core import jsonio
 from tests.conftest import ROOT
 
 EXPERIMENT = ["--config", "experiment=config/config.yaml"]

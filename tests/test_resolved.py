@@ -3,7 +3,7 @@
 1-candidate engine logs, vLLM 0.26.0 on an H200), and the differences between the arms beyond
 the declared variable."""
 
-from knee import resolved
+from knee.analyze import resolved
 from tests.conftest import ROOT
 
 DATA = ROOT / "tests" / "data"

@@ -1,4 +1,4 @@
-"""The runtimes keep one contract (knee.runtime.endpoint.Served): base_url, exited(), and
+"""The runtimes keep one contract (knee.measure.runtime.endpoint.Served): base_url, exited(), and
 stop() returning the stop receipt's fields the same way on every path."""
 
 import http.server
@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from knee.runtime.docker import Container
-from knee.runtime.endpoint import stopped
-from knee.runtime.process import Engine
+from knee.measure.runtime.docker import Container
+from knee.measure.runtime.endpoint import stopped
+from knee.measure.runtime.process import Engine
 
 FIELDS = set(stopped(None, False, False, None))
 
@@ -92,8 +92,8 @@ class Vllmish(http.server.BaseHTTPRequestHandler):
 
 
 def test_an_external_server_keeps_the_contract_and_is_never_stopped(tmp_path):
-    from knee.runtime.endpoint import EngineDied
-    from knee.runtime.external import External
+    from knee.measure.runtime.endpoint import EngineDied
+    from knee.measure.runtime.external import External
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Vllmish)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()

@@ -1,10 +1,11 @@
-"""Secrets by reference and redaction by value (knee.secrets), and the session's check that
+"""Secrets by reference and redaction by value (knee.plan.secrets), and the session's check that
 every referenced secret is set before anything boots."""
 
 import pytest
 
-from knee import secrets, session
-from knee.errors import KneeError
+from knee.core.errors import KneeError
+from knee.measure import session
+from knee.plan import secrets
 
 TOKEN = "hf_Qm7cR2xLp9Vt4Kz8Nw3Bj6Hs1Dy5Fg0Ua"
 

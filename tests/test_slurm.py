@@ -9,7 +9,7 @@ import time
 import pytest
 import yaml
 
-from knee import jsonio
+from knee.core import jsonio
 from tests.conftest import ROOT, engine_processes, logs, reduced_config, wait_for_traffic
 
 SLURM = [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--jobs", "4"]

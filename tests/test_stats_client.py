@@ -4,8 +4,10 @@ import random
 import orjson
 import pytest
 
-from knee import client, prompts, stats
-from knee.errors import KneeError
+from knee.analyze import stats
+from knee.core import prompts
+from knee.core.errors import KneeError
+from knee.measure import client
 
 
 def rec(**kw):

@@ -1,4 +1,4 @@
-"""Stopping by precision: the plan, the looks and the realized protocol (knee.stopping)."""
+"""Stopping by precision: the plan, the looks and the realized protocol (knee.plan.stopping)."""
 
 import subprocess
 import sys
@@ -6,8 +6,8 @@ import sys
 import pytest
 import yaml
 
-from knee import config, stopping
-from knee.errors import KneeError
+from knee.core.errors import KneeError
+from knee.plan import config, stopping
 from tests.conftest import ROOT
 
 

@@ -5,7 +5,9 @@ import re
 import pandas as pd
 import pytest
 
-from knee import audit, folder, jsonio, tables
+from knee.analyze import folder
+from knee.core import jsonio
+from knee.publish import audit, tables
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "results" / "ksched-cpu"

@@ -11,7 +11,8 @@ from tests.conftest import ROOT
 
 def generate(python, out, seed):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "workflow")}
-    r = subprocess.run([python, "-m", "knee.tinymodel", "--out", str(out), "--seed", str(seed),
+    r = subprocess.run([python, "-m", "knee.measure.tinymodel", "--out", str(out),
+                        "--seed", str(seed),
                         "--layers", "1", "--hidden", "64", "--heads", "2", "--vocab-size", "512"],
                        env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -41,7 +42,7 @@ def test_an_8b_shape_without_weights_is_its_config_and_tokenizer_only(engine_pyt
              "--no-weights"]
     cards = []
     for name in ("a", "b"):
-        r = subprocess.run([engine_python, "-m", "knee.tinymodel", "--out",
+        r = subprocess.run([engine_python, "-m", "knee.measure.tinymodel", "--out",
                             str(tmp_path / name), *shape], env=env, capture_output=True,
                            text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-2000:]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from knee import jsonio
+from knee.core import jsonio
 from tests.conftest import ROOT, engine_processes, logs, reduced_config, wait_for_traffic
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2"]
@@ -75,7 +75,7 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert boot["endpoint"].startswith("http://127.0.0.1:")
     # the engine started from a minimal environment (knee's own is not passed on) and listened
     # only where the config says
-    from knee.session import INHERITED
+    from knee.measure.session import INHERITED
 
     assert set(boot["env_inherited"]) <= set(INHERITED) and "PATH" in boot["env_inherited"]
     assert boot["listening"] and {x["address"] for x in boot["listening"]} <= {"127.0.0.1"}
@@ -131,7 +131,7 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     recorded = jsonio.read(root / "receipts" / "1-control-stop.json", "stop")["raw_sha256"]
     assert sorted(recorded) == sorted(p.name for p in (root / "raw" / "1-control").iterdir()
                                       if ".metrics." not in p.name)
-    from knee import audit
+    from knee.publish import audit
 
     problems, notes = audit.examine(root)
     assert problems == [] and not [n for n in notes if n.startswith("not possible")], notes

@@ -2,7 +2,7 @@
 all at once. tests/test_engine_instruments.py registers it and sees it planned, measured,
 compared and rendered, with nothing else in knee edited."""
 
-from knee import prompts
+from knee.core import prompts
 from knee.instruments import Spec
 
 SCHEMA = {

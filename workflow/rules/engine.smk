@@ -74,7 +74,7 @@ rule tiny_model:
         args=lambda wildcards: knee_config.model_args(config),
         env=engine_env_words("workflow"),
     shell:
-        "env {params.env} {params.python} -m knee.tinymodel --out {output} {params.args}"
+        "env {params.env} {params.python} -m knee.measure.tinymodel --out {output} {params.args}"
         " > {log} 2>&1"
 
 

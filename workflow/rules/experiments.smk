@@ -2,10 +2,10 @@
 # file with an `experiments:` list). Each experiment is this workflow again, as a module with
 # its own config, plan and results/<name>/; its rules are prefixed with the experiment's name.
 # The engine environment, and a generated model that several experiments share, are built once.
-from knee import config as knee_config
-from knee import configfile as knee_configfile
+from knee.plan import config as knee_config
+from knee.plan import configfile as knee_configfile
 from knee import deps as knee_deps
-from knee.errors import KneeError
+from knee.core.errors import KneeError
 
 if not isinstance(config["experiments"], list) or not config["experiments"]:
     raise WorkflowError(

@@ -1,12 +1,12 @@
-# The config, read by knee itself (knee.configfile: plain YAML, no templates, duplicate keys
+# The config, read by knee itself (knee.plan.configfile: plain YAML, no templates, duplicate keys
 # refused): `snakemake --configfile FILE [FILE ...]` or `--config experiment=FILE`, with
 # `--config name=NAME` over either; the default file otherwise; or `--config
 # experiments=[A,B]`. Under --configfile, knee reads the files Snakemake was given again with
 # its own loader and uses only that reading.
 import os
 
-from knee import configfile as knee_configfile
-from knee.errors import KneeError
+from knee.plan import configfile as knee_configfile
+from knee.core.errors import KneeError
 
 DEFAULT_CONFIG = "config/config.yaml"
 

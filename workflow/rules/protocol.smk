@@ -1,6 +1,6 @@
 checkpoint decide:
     """Stopping by precision: after pair n, the comparison and bar of pairs 1..n decide one more
-    pair or stop (knee.stopping). A receipt: made once, never recomputed by a rerun."""
+    pair or stop (knee.plan.stopping). A receipt: made once, never recomputed by a rerun."""
     input:
         plan=ancient(f"{R}/plan.json"),
         raw=ancient(get_pairs_raw),

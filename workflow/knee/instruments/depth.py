@@ -8,8 +8,8 @@ skip one (the reference write-up's broken first instrument), so it is refused, n
 
 from __future__ import annotations
 
-from knee import prompts
-from knee.errors import KneeError
+from knee.core import prompts
+from knee.core.errors import KneeError
 from knee.instruments.spec import Spec
 
 HITS = "vllm:prefix_cache_hits_total"
@@ -35,12 +35,7 @@ def depth_prompt(tokenize, seed: int, depth: int) -> list[int]:
 
 
 def counters(target) -> tuple[float, float]:
-    # imported here: the registry is read by the workflow at every start, which need not load
-    # prometheus_client for it
-    from knee import prom
-
-    samples = prom.parse(target.scrape(), "prefix-cache scrape")
-    return prom.total(samples, HITS) or 0.0, prom.total(samples, QUERIES) or 0.0
+    return target.counters(HITS, QUERIES)
 
 
 def run(target, cfg: dict) -> dict:

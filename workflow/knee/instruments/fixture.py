@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knee import prompts
+from knee.core import prompts
 from knee.instruments.spec import Spec
 
 SCHEMA = {

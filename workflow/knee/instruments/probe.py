@@ -3,7 +3,7 @@ acceptance of exactly that window (the scrapes bracketing it are kept in the raw
 
 from __future__ import annotations
 
-from knee import prompts
+from knee.core import prompts
 from knee.instruments.spec import Spec
 
 SCHEMA = {

@@ -3,15 +3,19 @@
 An instrument is one module under knee/instruments/ holding a `SPEC`: its name, the config
 section it takes (a JSON Schema, merged into the config schema), the README title of its rows,
 the points a bar rule may name, the figures it owns, and its `run(target, cfg)`. `run` talks to
-the served engine only through the target it is given (knee.runtime.target.Target: send,
-tokenizer, scrape, check_alive, record), so this package never imports the client or a
+the served engine only through the target it is given (knee.measure.runtime.target.Target: send,
+tokenizer, scrape, counters, check_alive, record), so this package never imports the client or a
 runtime, and the analysis stages may read the registry.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
+
+from knee.core import jsonio
 
 
 @dataclass(frozen=True)
@@ -24,7 +28,7 @@ class Spec:
     bar_points: Callable[[dict], list] | None = None
     pools: bool = False  # point "all": the decode rate p50 over every request of the window
     api: str | None = None  # the endpoint it always uses, whatever instruments.api says
-    figures: tuple[str, ...] = ()  # the figures (knee.figures) drawn from its rows
+    figures: tuple[str, ...] = ()  # the figures (knee.publish.figures) drawn from its rows
 
 
 REGISTRY: dict[str, Spec] = {}
@@ -47,6 +51,16 @@ def unregister(name: str) -> None:
 
 
 def _changed() -> None:
-    from knee import jsonio
+    config_schema.cache_clear()
 
-    jsonio.load_schema.cache_clear()
+
+@cache
+def config_schema() -> dict:
+    """The config schema as knee validates a config with it: the file's, with each registered
+    instrument's section and the instruments a bar rule may name."""
+    schema = copy.deepcopy(jsonio.schema_file("config"))
+    schema["properties"]["instruments"]["properties"].update(
+        {name: spec.schema for name, spec in REGISTRY.items()})
+    rule = schema["properties"]["bar"]["properties"]["rules"]["items"]["properties"]
+    rule["instrument"]["enum"] = [n for n, spec in REGISTRY.items() if spec.bar_points]
+    return schema

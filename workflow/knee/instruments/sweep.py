@@ -5,7 +5,7 @@ Every prompt is exactly `prompt_tokens` tokens of the served model's own tokeniz
 
 from __future__ import annotations
 
-from knee import prompts
+from knee.core import prompts
 from knee.instruments.spec import Spec
 
 SCHEMA = {

@@ -1,0 +1,78 @@
+"""A/A experiments assembled from published boots: how often identical servers look different.
+
+Every published session whose server settings equal a reference arm is a boot of the same
+config. Taken in the order they booted and paired two by two, they make an A/A experiment (a
+true effect of zero) through the same comparison and bar as any other: the share of its
+across-pairs intervals that exclude zero is the false-positive rate on this host, and its
+between-pair spread gives the smallest effect N pairs resolve. Reads results folders only.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from knee.analyze import bar, compare, inference
+from knee.analyze.folder import load_sessions
+from knee.analyze.noise import spread_pct
+from knee.core import jsonio
+from knee.core.errors import KneeError
+from knee.plan.arms import NO_VARIABLE
+from knee.plan.config import sha256_of
+
+
+def boots_of(roots: list[Path], arm: dict) -> list[dict]:
+    """Every session of these results folders that ran exactly `arm`, in boot order."""
+    found = []
+    for root in roots:
+        plan = jsonio.read(Path(root) / "plan.json", "plan")
+        for session in load_sessions(plan, root).values():
+            if session["boot"]["server"] == arm:
+                found.append(session)
+    return sorted(found, key=lambda s: s["boot"]["started_at"])
+
+
+def assemble(boots: list[dict], template: dict) -> tuple[dict, dict]:
+    """Consecutive boots paired (first = control): a plan and sessions for knee.analyze.compare."""
+    pairs = len(boots) // 2
+    if pairs < 1:
+        raise KneeError(f"an A/A experiment needs two boots of one arm, found {len(boots)}")
+    sessions = {(p + 1, arm): boots[2 * p + i]
+                for p in range(pairs) for i, arm in enumerate(("control", "candidate"))}
+    plan = {"name": f"aa-{template['name']}", "variable": NO_VARIABLE,
+            "protocol": {"pairs": pairs}, "instruments": template["instruments"],
+            "analysis": template["analysis"]}
+    return plan, sessions
+
+
+def calibrate(roots: list[Path], rules: list[dict], alpha: float = 0.05) -> dict:
+    """The A/A comparison of every boot of the first folder's control arm, and its bar."""
+    first = jsonio.read(Path(roots[0]) / "plan.json", "plan")
+    boots = boots_of(roots, first["arms"]["control"])
+    plan, sessions = assemble(boots, first)
+    comparison = compare.compare(plan, sessions)
+    bar_def = {"alpha": alpha, "rules": rules}
+    verdict = bar.judge(comparison, bar_def, plan["protocol"]["pairs"], sha256_of(bar_def), set())
+    return {"boots": [s["boot"]["experiment"] + "/" + s["boot"]["session"] for s in boots],
+            "pairs": plan["protocol"]["pairs"], "comparison": comparison, "bar": verdict,
+            **inference.false_positives(comparison["rows"]),
+            "boot_spread_pct": boot_spread(boots, rules)}
+
+
+def boot_spread(boots: list[dict], rules: list[dict]) -> dict:
+    """Per bar point: the spread (max - min over mean) of one arm's figure across its boots,
+    and the median over the points (the noise target of the embedded default)."""
+    out = {}
+    for rule in rules:
+        figures = [compare.arm_figures(b["raw"][rule["instrument"]]).get(rule["point"], {})
+                   for b in boots]
+        out[rule["name"]] = spread_pct([f.get(rule["metric"]) for f in figures])
+    values = [v for v in out.values() if v is not None]
+    return {"per_rule": out, "median": statistics.median(values) if values else None}
+
+
+def mde_by_pairs(rule: dict, sd: float | None, alpha: float, pairs=range(2, 9)) -> dict:
+    """The MDE of a rule at each number of pairs, from a measured between-pair spread."""
+    if sd is None:
+        return {}
+    return {n: inference.mde_pct(inference.Effect(n, 0.0, sd), alpha) for n in pairs}

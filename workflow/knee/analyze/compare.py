@@ -1,0 +1,317 @@
+"""Validate that the two arms saw the same requests, then compute deltas (pure).
+
+No delta is computed unless every request profile, prompt fingerprint, model hash and
+engine version matches, and the resolved servers differ only in the declared variable.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from knee import instruments
+from knee.analyze import depthcurve, inference, noise, resolved
+from knee.analyze.stats import decode_rate, mean, pct, point_summary
+from knee.plan.arms import differences, in_variable, shown_variable
+
+METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
+NOISE_METHOD = ("noise_pct is the largest of the run-to-run spread of either arm at the point "
+                "and the control's spread across its boots. A per-pair row's interval is a "
+                "bootstrap over requests (2000 resamples, seeded) of the delta of the p50 "
+                "(decode rate, TTFT) or, for throughput, of the mean per-request rate (closed "
+                "loop: throughput ~ concurrency x mean per-request rate) centred on the "
+                "aggregate delta.")
+
+
+def _profiles(raw: dict) -> dict[tuple, dict]:
+    return {(raw["instrument"], p["point"], p["run"]): p["profile"] for p in raw["points"]}
+
+
+def validate_pair(pair: int, control: dict, candidate: dict, variable: str) -> tuple[list, list]:
+    """control/candidate: {"boot": receipt, "raw": {instrument: raw}}. Returns (checked, bad)."""
+    checked: list[str] = []
+    bad: list[dict] = []
+
+    def cmp(where: str, field: str, a, b, kind: str = "boot") -> None:
+        checked.append(f"{where}:{field}")
+        if a != b:
+            bad.append({"where": where, "field": field, "control": a, "candidate": b,
+                        "files": [control.get("files", {}).get(kind),
+                                  candidate.get("files", {}).get(kind)]})
+
+    for inst in sorted(set(control["raw"]) | set(candidate["raw"])):
+        pa = _profiles(control["raw"].get(inst, {"instrument": inst, "points": []}))
+        pb = _profiles(candidate["raw"].get(inst, {"instrument": inst, "points": []}))
+        for key in sorted(set(pa) | set(pb), key=str):
+            where = f"pair {pair} {key[0]} point={key[1]} run={key[2]}"
+            if key not in pa or key not in pb:
+                cmp(where, "present", key in pa, key in pb, inst)
+                continue
+            for field in sorted(set(pa[key]) | set(pb[key])):
+                cmp(where, field, pa[key].get(field), pb[key].get(field), inst)
+    ba, bb = control["boot"], candidate["boot"]
+    where = f"pair {pair} boot receipts"
+    cmp(where, "model.sha256", ba["model"].get("sha256"), bb["model"].get("sha256"))
+    cmp(where, "engine.packages", ba["engine"]["packages"], bb["engine"]["packages"])
+    cmp(where, "runtime", ba["runtime"], bb["runtime"])
+    for key, a, b in differences(ba["server"], bb["server"]):
+        if not in_variable(key, variable):
+            cmp(where, f"server.{key}", a, b)
+    checked.append(f"{where}:server (all but {shown_variable(variable)})")
+    return checked, bad
+
+
+def arm_figures(raw: dict) -> dict[object, dict]:
+    """Per point: the mean over runs of each run's figures, plus a fixture-wide 'all'."""
+    by_point: dict[object, list[dict]] = {}
+    for p in raw["points"]:
+        by_point.setdefault(p["point"], []).append(point_summary(p))
+    out = {}
+    for point, runs in by_point.items():
+        out[point] = {m: mean([r[m] for r in runs]) for m in METRICS}
+        out[point]["errors"] = sum(r["errors"] for r in runs)
+    if instruments.get(raw["instrument"]).pools:
+        recs = [r for p in raw["points"] for r in p["records"] if not r["warmup"]]
+        out["all"] = {"decode_rate_p50": pct([decode_rate(r) for r in recs], 50),
+                      "throughput": None, "ttft_p50": None, "errors": 0}
+    return out
+
+
+
+def delta_pct(control: float | None, candidate: float | None) -> float | None:
+    if control in (None, 0) or candidate is None:
+        return None
+    return 100.0 * (candidate - control) / control
+
+
+def cells(pairs: list[tuple[dict, dict]]):
+    """(instrument, point, metric, per-pair figures, control, candidate) for every figure either
+    arm has; control and candidate are the arms' means over the pairs given."""
+    for inst in sorted(pairs[0][0]["raw"]):
+        figs = [(arm_figures(c["raw"][inst]), arm_figures(d["raw"][inst])) for c, d in pairs]
+        for point in figs[0][0]:
+            for m in METRICS:
+                a = mean([fa[point][m] for fa, _ in figs])
+                b = mean([fb[point][m] for _, fb in figs])
+                if a is not None or b is not None:
+                    yield inst, point, m, [(fa[point][m], fb[point][m]) for fa, fb in figs], a, b
+
+
+def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict, seed: int,
+                  confidence: float) -> list[dict]:
+    rows = []
+    spread = {(inst, m): (noise.run_spread(control["raw"][inst], m),
+                          noise.run_spread(candidate["raw"][inst], m))
+              for inst in control["raw"] for m in METRICS}
+    for inst, point, m, _, a, b in cells([(control, candidate)]):
+        ra, rb = control["raw"][inst], candidate["raw"][inst]
+        spreads = [spread[inst, m][0].get(point), spread[inst, m][1].get(point),
+                   drift.get((inst, point, m))]
+        interval = inference.within_pair_interval(
+            noise.requests_of(ra, point), noise.requests_of(rb, point), m, seed,
+            centre=delta_pct(a, b) if m == "throughput" else None, confidence=confidence)
+        rows.append(row(inst, point, pair, m, a, b, spreads, delta_pct(a, b),
+                        {"interval": interval, "interval_level": inference.REQUESTS,
+                         "confidence": confidence}))
+    return rows
+
+
+def row(inst, point, pair, metric, a, b, spreads, delta, interval: dict) -> dict:
+    measured = [s for s in spreads if s is not None]
+    floor = max(measured) if measured else None
+    return {"instrument": inst, "point": point, "pair": pair, "metric": metric, "control": a,
+            "candidate": b, "delta_pct": delta, "noise_pct": floor, **interval,
+            "noise": noise.noise_label(delta, floor, interval)}
+
+
+def control_drift(controls: list[dict]) -> dict:
+    """Spread of the control's figure across its boots, per (instrument, point, metric)."""
+    out: dict = {}
+    figures: dict = {}
+    for s in controls:
+        for inst, raw in s["raw"].items():
+            for point, f in arm_figures(raw).items():
+                for m in METRICS:
+                    figures.setdefault((inst, point, m), []).append(f[m])
+    for key, values in figures.items():
+        out[key] = noise.spread_pct(values)
+    return out
+
+
+def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, confidence: float) -> list[dict]:
+    """One row per instrument, point and metric: the effect over boot pairs with its t
+    interval (knee.analyze.inference), the arms' mean figures beside it for reading."""
+    rows = []
+    for inst, point, m, per_pair, a, b in cells(pairs):
+        ratios = [inference.log_ratio(x, y) for x, y in per_pair]
+        eff = inference.effect(ratios)
+        interval = {"interval": eff and eff.interval_pct(confidence),
+                    "interval_level": inference.PAIRS, "confidence": confidence,
+                    "pairs": eff.n if eff else 0,
+                    "per_pair_delta_pct": [x if x is None else inference.to_pct(x)
+                                           for x in ratios]}
+        rows.append(row(inst, point, "all", m, a, b, [drift.get((inst, point, m))],
+                        eff and inference.to_pct(eff.mean), interval))
+    return rows
+
+
+def fixture_classes(pairs: list[tuple[dict, dict]]) -> list[dict]:
+    """Each class's candidate figure against the range of every control boot (the flag of the
+    reference write-up)."""
+    if "fixture" not in pairs[0][0]["raw"]:
+        return []
+    out = []
+    figs = [(arm_figures(c["raw"]["fixture"]), arm_figures(d["raw"]["fixture"]))
+            for c, d in pairs]
+    for cls in [c for c in figs[0][0] if c != "all"]:
+        controls = [fa[cls]["decode_rate_p50"] for fa, _ in figs]
+        cands = [fb[cls]["decode_rate_p50"] for _, fb in figs]
+        deltas = [delta_pct(a, b) for a, b in zip(controls, cands, strict=True)]
+        signs = {(d > 0) - (d < 0) for d in deltas if d is not None}
+        consistent = len(signs) == 1 and 0 not in signs and len(deltas) > 1
+        lo, hi = min(controls), max(controls)
+        inside = all(lo <= c <= hi for c in cands)
+        out.append({"class": cls, "metric": "decode_rate_p50", "control_range": [lo, hi],
+                    "candidate": cands, "delta_pct": deltas, "inside_control_range": inside,
+                    "consistent_sign": consistent, "flag": consistent})
+    return out
+
+
+FOREIGN_BUSY = 0.10  # the load generator's CPUs busy with other work beyond this: flagged
+STEAL = 0.02  # the hypervisor took more than this share of a CPU: flagged
+
+
+def host_flags(sessions: dict[tuple[int, str], dict]) -> list[str]:
+    """Windows measured while the host did other work (from the facts in each raw file)."""
+    out = []
+    for (pair, arm), s in sorted(sessions.items()):
+        for inst, raw in s["raw"].items():
+            host = raw.get("host") or {}
+            foreign = host.get("client_cpus_foreign_busy")
+            steal = max((c["steal"] for c in host.get("cpus", {}).values()), default=0.0)
+            if foreign is not None and foreign > FOREIGN_BUSY:
+                out.append(f"{pair}-{arm}/{inst}: the load generator's CPUs were "
+                           f"{100 * foreign:.0f}% busy with other work during the window")
+            if steal > STEAL:
+                out.append(f"{pair}-{arm}/{inst}: the hypervisor stole {100 * steal:.1f}% of a "
+                           "CPU during the window")
+    return out
+
+
+def host_speed(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None:
+    """How fast the engine's CPUs ran during each window (the median of the samples taken
+    while it ran, knee.measure.hostspeed), their spread, and per bar rule the correlation over boots
+    between that speed and the rule's figure, each arm's figures taken relative to the arm's
+    mean. None where no window was sampled (an older run, or no engine CPUs configured)."""
+    cpus = [f"cpu{c}" for c in plan.get("runtime", {}).get("engine_cpus") or []]
+
+    def speed(host: dict) -> float | None:
+        during = host.get("cpu_speed_during") or {}
+        values = [during[c]["median"] for c in cpus if c in during]
+        return mean(values) if values else None
+
+    found = per_window(plan, sessions, speed, "speed")
+    return found and {"cpus": cpus, "method": noise.SPEED_METHOD, **found}
+
+
+def gpu_clocks(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None:
+    """The GPUs' SM clock during each window (the median of the samples, knee.measure.gpu; the mean
+    over the GPUs), its spread, the throttle reasons seen, and per bar rule the correlation
+    over boots between that clock and the rule's figure. None where no window was sampled."""
+    def clock(host: dict) -> float | None:
+        values = [g["sm_clock_mhz"]["median"] for g in (host.get("gpu_during") or {}).values()
+                  if "sm_clock_mhz" in g]
+        return mean(values) if values else None
+
+    found = per_window(plan, sessions, clock, "sm_clock_mhz")
+    if not found:
+        return None
+    reasons = sorted({r for s in sessions.values() for raw in s["raw"].values()
+                      for g in ((raw.get("host") or {}).get("gpu_during") or {}).values()
+                      for r, share in g.get("reasons", {}).items() if share > 0})
+    return {"gpus": plan.get("runtime", {}).get("gpus"), "reasons_seen": reasons, **found}
+
+
+def per_window(plan: dict, sessions: dict, pick, name: str) -> dict | None:
+    """One figure of each window's host facts (pick(host) -> value or None), its range and
+    spread, and per bar rule how closely the rule's figure followed it over the boots."""
+    values = {}
+    for (pair, arm), s in sorted(sessions.items()):
+        for inst, raw in sorted(s["raw"].items()):
+            got = pick(raw.get("host") or {})
+            if got is not None:
+                values[(pair, arm, inst)] = got
+    if not values:
+        return None
+    follows = [f for rule in plan.get("bar", {}).get("rules", [])
+               if (f := follows_speed(rule, sessions, values))]
+    return {"windows": [{"session": f"{p}-{a}", "instrument": i, name: round(v, 2)}
+                        for (p, a, i), v in values.items()],
+            "range": [round(min(values.values()), 2), round(max(values.values()), 2)],
+            "spread_pct": round(noise.spread_pct(list(values.values())) or 0.0, 1),
+            "rules": follows}
+
+
+def instrument_speed(speed: dict | None, instrument: str) -> float | None:
+    """The median engine-CPU speed over one instrument's windows of a host_speed summary."""
+    values = [w["speed"] for w in (speed or {}).get("windows", []) if w["instrument"] == instrument]
+    return round(statistics.median(values), 2) if values else None
+
+
+def follows_speed(rule: dict, sessions: dict, speeds: dict) -> dict | None:
+    """The correlation over boots between the engine CPU's speed in the rule's window and the
+    rule's figure relative to its arm's mean (so the arms' difference does not count)."""
+    xs, ys = [], []
+    for arm in ("control", "candidate"):
+        got = []
+        for (pair, a), s in sorted(sessions.items()):
+            raw, key = s["raw"].get(rule["instrument"]), (pair, a, rule["instrument"])
+            if a == arm and raw and key in speeds:
+                figure = arm_figures(raw).get(rule["point"], {}).get(rule["metric"])
+                if figure:
+                    got.append((speeds[key], figure))
+        xs += [x for x, _ in got]
+        ys += [y / mean([v for _, v in got]) for _, y in got]
+    if len(xs) < 4 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return None
+    return {"rule": rule["name"], "boots": len(xs),
+            "correlation": round(statistics.correlation(xs, ys), 3)}
+
+
+def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
+    """sessions[(pair, arm)] = {"boot": ..., "raw": {...}}. Returns the comparison payload."""
+    checked, bad = [], []
+    n = max(pair for pair, _ in sessions)  # the pairs that ran (stopping by precision: fewer)
+    for pair in range(1, n + 1):
+        c, b = validate_pair(pair, sessions[(pair, "control")], sessions[(pair, "candidate")],
+                             plan["variable"])
+        checked += c
+        bad += b
+    rows, classes = [], []
+    if not bad:
+        pairs = [(sessions[(p, "control")], sessions[(p, "candidate")]) for p in range(1, n + 1)]
+        drift = control_drift([c for c, _ in pairs])
+        seed = plan["instruments"]["seed"]
+        confidence = plan["analysis"]["confidence"]
+        for pair, (c, d) in enumerate(pairs, start=1):
+            rows += rows_for_pair(pair, c, d, drift, seed, confidence)
+        rows += across_pairs(pairs, drift, confidence)
+        classes = fixture_classes(pairs)
+    curves = [] if bad else [
+        {"pair": pair, "arm": arm, **depthcurve.curve(s["raw"]["depth"])}
+        for (pair, arm), s in sorted(sessions.items()) if "depth" in s["raw"]]
+    return {"experiment": plan["name"], "verdict": "INVALID" if bad else "VALID",
+            "variable": plan["variable"], "fields_checked": checked, "mismatches": bad,
+            "rows": rows, "fixture_classes": classes, "depth_curves": curves,
+            "interval_method": inference.METHOD, "noise_method": NOISE_METHOD,
+            "host_flags": host_flags(sessions),
+            **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {}),
+            **({"gpu": clocks} if (clocks := gpu_clocks(plan, sessions)) else {}),
+            **engine_side(plan, sessions)}
+
+
+def engine_side(plan: dict, sessions: dict) -> dict:
+    """What the engine resolved, compared between the arms (boots that recorded it only)."""
+    boots = [s["boot"] for s in sessions.values()]
+    if not any(b.get("engine_resolved") for b in boots):
+        return {}
+    return {"engine_differences": resolved.differences(plan["variable"], boots)}

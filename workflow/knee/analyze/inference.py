@@ -1,0 +1,192 @@
+"""Effects with intervals at a named level, verdicts decided on intervals, pairs needed (pure).
+
+The unit of replication is the boot pair: two boots of one config differ far more than two runs
+inside one boot, so an interval that resamples requests inside a boot says nothing about the
+next boot. The effect of a pair is the log ratio candidate / control of its two figures; the
+effect across pairs is their mean with a Student t interval over the pairs (the interval is
+exact for normal log ratios, whatever the between-boot variance, and honestly wide with few
+pairs). Everything is computed on the log scale and shown as a percentage change.
+
+Nothing else in knee computes an interval: compare, bar and the README call this module, for
+the interval over boot pairs that decides and for the interval over one pair's requests that
+is shown beside a pair's own delta.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats
+
+from knee.analyze.stats import decode_rate, e2e, ttft
+
+PAIRS = "boot pairs"
+REQUESTS = "requests within one boot pair"
+METHOD = ("The boot pair is the unit of replication. Each pair's effect is the log ratio "
+          "candidate / control of the pair's two figures; the effect across pairs is the mean "
+          "log ratio (a geometric mean ratio, shown as a % change) with a Student t interval "
+          "over the pairs (df = pairs - 1). A per-pair row's interval resamples the requests "
+          "inside that pair's two boots (2000 resamples, seeded): it leaves out boot-to-boot "
+          "noise and decides nothing.")
+VERDICT_METHOD = ("Each rule is a one-sided test at the bar's alpha, decided on the two-sided "
+                  "(1 - 2 alpha) t interval over boot pairs: a gain rule PASSes when the lower "
+                  "bound is at least the gain and FAILs when the upper bound is below it; a "
+                  "parity rule PASSes when the whole interval lies inside the margin (two "
+                  "one-sided tests) and FAILs when it lies wholly outside; anything else is "
+                  "INCONCLUSIVE. The bar PASSes only if every rule passes and FAILs if any "
+                  "rule fails. pairs_needed: the fewest pairs at which the measured mean and "
+                  "between-pair spread would resolve the rule. mde_pct: the smallest effect "
+                  "this run resolves from its threshold with 80 % power.")
+MAX_PAIRS = 200  # pairs_needed beyond this is reported as not reachable
+
+
+@lru_cache(maxsize=4096)
+def t_quantile(q: float, df: int) -> float:
+    return float(stats.t.ppf(q, df))
+
+
+def log_ratio(control: float | None, candidate: float | None) -> float | None:
+    if control is None or candidate is None or control <= 0 or candidate <= 0:
+        return None
+    return math.log(candidate / control)
+
+
+def to_pct(x: float) -> float:
+    return 100.0 * math.expm1(x)
+
+
+def to_log(pct: float) -> float:
+    return math.log1p(pct / 100.0)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """Per-pair log ratios summarized: their count, mean and sample standard deviation."""
+
+    n: int
+    mean: float
+    sd: float | None
+
+    def half_width(self, confidence: float, n: int | None = None) -> float | None:
+        """Half-width of the two-sided t interval (log scale), at n pairs (default: these)."""
+        n = self.n if n is None else n
+        if n < 2 or self.sd is None:
+            return None
+        return t_quantile((1 + confidence) / 2, n - 1) * self.sd / math.sqrt(n)
+
+    def bounds(self, confidence: float, n: int | None = None) -> tuple[float, float] | None:
+        h = self.half_width(confidence, n)
+        return None if h is None else (self.mean - h, self.mean + h)
+
+    def interval_pct(self, confidence: float) -> list[float] | None:
+        b = self.bounds(confidence)
+        return None if b is None else [to_pct(b[0]), to_pct(b[1])]
+
+
+def effect(ratios: list[float | None]) -> Effect | None:
+    """The across-pairs effect of per-pair log ratios (None where a pair has no figure)."""
+    xs = [x for x in ratios if x is not None]
+    if not xs:
+        return None
+    mean = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else None
+    return Effect(len(xs), mean, sd)
+
+
+def margins(rule: dict) -> tuple[float, float] | float:
+    """A parity rule's (low, high) margin or a gain rule's threshold, on the log scale."""
+    if "within_pct" in rule:
+        m = rule["within_pct"]
+        return (to_log(-m) if m < 100 else -math.inf, to_log(m))
+    return to_log(rule["min_gain_pct"])
+
+
+def decide(rule: dict, bounds: tuple[float, float] | None) -> str:
+    """PASS, FAIL or INCONCLUSIVE for one rule from its interval (log scale)."""
+    if bounds is None:
+        return "INCONCLUSIVE"
+    lo, hi = bounds
+    m = margins(rule)
+    if isinstance(m, tuple):
+        if m[0] <= lo and hi <= m[1]:
+            return "PASS"
+        return "FAIL" if hi < m[0] or lo > m[1] else "INCONCLUSIVE"
+    if lo >= m:
+        return "PASS"
+    return "FAIL" if hi < m else "INCONCLUSIVE"
+
+
+def pairs_needed(rule: dict, eff: Effect, alpha: float) -> int | None:
+    """The fewest pairs at which this mean and between-pair spread would resolve the rule;
+    None when no number up to MAX_PAIRS would (the mean sits on a threshold) or the spread
+    is unknown (one pair)."""
+    if eff.sd is None:
+        return None
+    for n in range(max(eff.n, 2), MAX_PAIRS + 1):
+        if decide(rule, eff.bounds(1 - 2 * alpha, n)) != "INCONCLUSIVE":
+            return n
+    return None
+
+
+def mde_pct(eff: Effect, alpha: float, power: float = 0.8) -> float | None:
+    """The smallest distance from a rule's threshold (as a % change) that this many pairs,
+    with this spread, resolve with the given power in a one-sided test at alpha."""
+    if eff.sd is None:
+        return None
+    df = eff.n - 1
+    width = (t_quantile(1 - alpha, df) + t_quantile(power, df)) * eff.sd / math.sqrt(eff.n)
+    return to_pct(width)
+
+
+def false_positives(rows: list[dict]) -> dict:
+    """Across-pairs rows whose interval excludes zero: in an A/A experiment each is a false
+    positive."""
+    across = [r for r in rows if r["pair"] == "all" and r["interval"]]
+    hits = [r for r in across if not r["interval"][0] <= 0 <= r["interval"][1]]
+    return {"rows": len(across), "excluding_zero": len(hits),
+            "rate_pct": 100.0 * len(hits) / len(across) if across else None,
+            "confidence": across[0]["confidence"] if across else None}
+
+
+def request_rate(rec: dict) -> float | None:
+    """Output tokens over the request's own send-to-done time."""
+    span = e2e(rec)
+    return rec["output_tokens"] / span if span and span > 0 else None
+
+
+# metric -> (per-request value, statistic over requests) that a within-pair interval resamples.
+# In a closed loop aggregate throughput is concurrency x the mean per-request rate, so its
+# interval comes from that mean.
+PER_REQUEST = {"decode_rate_p50": (decode_rate, np.median), "ttft_p50": (ttft, np.median),
+               "throughput": (request_rate, np.mean)}
+
+
+def within_pair_interval(control: list[dict], candidate: list[dict], metric: str,
+                         seed: int, n: int = 2000, centre: float | None = None,
+                         confidence: float = 0.95) -> list[float] | None:
+    """Interval of the delta % inside one boot pair, resampling requests of each arm with
+    replacement (seeded). It leaves out boot-to-boot noise: it describes one pair only.
+
+    With `centre` (the aggregate throughput delta, which is not a per-request statistic) the
+    interval is the bootstrap spread of the per-request statistic's delta moved onto it."""
+    if metric not in PER_REQUEST:
+        return None
+    fn, stat = PER_REQUEST[metric]
+    a = [v for v in map(fn, control) if v is not None]
+    b = [v for v in map(fn, candidate) if v is not None]
+    if len(a) < 2 or len(b) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    va, vb = np.asarray(a), np.asarray(b)
+    ma = stat(va[rng.integers(0, len(va), size=(n, len(va)))], axis=1)
+    mb = stat(vb[rng.integers(0, len(vb), size=(n, len(vb)))], axis=1)
+    deltas = 100.0 * (mb - ma) / ma
+    tail = 50.0 * (1 - confidence)
+    lo, hi = np.percentile(deltas[np.isfinite(deltas)], [tail, 100.0 - tail])
+    if centre is not None:
+        own = 100.0 * (stat(vb) - stat(va)) / stat(va)
+        lo, hi = lo - own + centre, hi - own + centre
+    return [float(lo), float(hi)]

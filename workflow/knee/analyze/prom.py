@@ -1,0 +1,224 @@
+"""Prometheus scrape analysis: parse with prometheus_client, diff after - before, spec-decode.
+
+Pure functions: text in, numbers out. A zero or negative delta over a window that carried
+traffic, a missing series with speculation on, or a scrape pair that brackets no requests is
+an error naming the window and the file, never a zero in a table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from knee.core.errors import KneeError
+from knee.core.jsonio import config_default
+
+KNEE_THRESHOLD = config_default("analysis.knee_threshold")
+DRAFTS = "vllm:spec_decode_num_drafts_total"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+GENERATION = "vllm:generation_tokens_total"
+PROMPT = "vllm:prompt_tokens_total"
+REQUESTS = "vllm:request_success_total"
+SPEC = (DRAFTS, DRAFT_TOKENS, ACCEPTED)
+HISTOGRAMS = {
+    "ttft_s": "vllm:time_to_first_token_seconds",
+    "inter_token_latency_s": "vllm:inter_token_latency_seconds",
+    "queue_s": "vllm:request_queue_time_seconds",
+    "prefill_s": "vllm:request_prefill_time_seconds",
+    "decode_s": "vllm:request_decode_time_seconds",
+    "e2e_s": "vllm:e2e_request_latency_seconds",
+}
+STEP_TIME_SOURCE = "mean of vllm:inter_token_latency_seconds over the window (sum/count deltas)"
+
+Samples = dict[str, dict[tuple, float]]
+
+
+def parse(text: str, source: str = "scrape") -> Samples:
+    """Samples by exact name, labels kept; `_created` samples dropped."""
+    out: Samples = defaultdict(dict)
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if not s.name.endswith("_created"):
+                    out[s.name][tuple(sorted(s.labels.items()))] = s.value
+    except ValueError as e:
+        raise KneeError(f"{source}: not Prometheus text format: {e}") from None
+    return dict(out)
+
+
+def total(samples: Samples, name: str, by: str | None = None):
+    """Sum a series over the engine label (and every label but `by`, if given); None if absent."""
+    if name not in samples:
+        return None
+    if by is None:
+        return math.fsum(samples[name].values())
+    grouped: dict[str, float] = defaultdict(float)
+    for labels, value in samples[name].items():
+        grouped[dict(labels).get(by, "")] += value
+    return dict(grouped)
+
+
+def counter_delta(before: Samples, after: Samples, name: str, window: str,
+                  requests: int, files: str) -> float:
+    b, a = total(before, name), total(after, name)
+    if a is None or b is None:
+        raise KneeError(f"{window}: series {name} missing from the "
+                        f"{'after' if a is None else 'before'} scrape ({files})")
+    delta = a - b
+    if delta < 0:
+        raise KneeError(f"{window}: {name} went down ({b:g} -> {a:g}): the engine restarted "
+                        f"inside the window ({files})")
+    if delta == 0 and requests > 0:
+        raise KneeError(f"{window}: {name} did not move over a window of {requests} requests: "
+                        f"the scrapes do not bracket the traffic ({files})")
+    return delta
+
+
+def histogram_delta(before: Samples, after: Samples, name: str) -> dict | None:
+    """Count, sum, mean and p50/p90/p99 (bucket interpolation) of a histogram's window delta."""
+    count_a, count_b = total(after, f"{name}_count"), total(before, f"{name}_count")
+    if count_a is None or count_b is None:
+        return None
+    count = count_a - count_b
+    total_s = total(after, f"{name}_sum") - (total(before, f"{name}_sum") or 0.0)
+    ba, bb = total(after, f"{name}_bucket", "le"), total(before, f"{name}_bucket", "le") or {}
+    buckets = sorted(((float(le), ba[le] - bb.get(le, 0.0)) for le in ba), key=lambda x: x[0])
+    out = {"count": count, "sum": total_s, "mean": total_s / count if count else None}
+    for q in (50, 90, 99):
+        out[f"p{q}"] = bucket_quantile(q / 100, buckets) if count else None
+    return out
+
+
+def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """Prometheus' histogram_quantile: linear interpolation inside the bucket holding rank q."""
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    rank = q * buckets[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for upper, cumulative in buckets:
+        if cumulative >= rank:
+            if upper == float("inf"):
+                return lower_bound
+            width = cumulative - lower_count
+            frac = (rank - lower_count) / width if width else 0.0
+            return lower_bound + (upper - lower_bound) * frac
+        lower_bound, lower_count = upper, cumulative
+    return lower_bound
+
+
+def window_deltas(before_text: str, after_text: str, window: str, requests: int,
+                  speculation: bool, client_tokens: int | None = None,
+                  files: str = "", knee_threshold: float = KNEE_THRESHOLD) -> dict:
+    """Checked counter deltas, server histograms and spec-decode analysis over one window."""
+    if requests <= 0:
+        raise KneeError(f"{window}: the scrape pair brackets no requests ({files})")
+    before = parse(before_text, f"{window} before")
+    after = parse(after_text, f"{window} after")
+    out: dict = {"window": window, "requests": requests, "flags": []}
+    for name in (GENERATION, PROMPT):
+        out[_key(name)] = counter_delta(before, after, name, window, requests, files)
+    if client_tokens is not None:
+        out["client_output_tokens"] = client_tokens
+        if client_tokens != out["generation_tokens"]:
+            out["flags"].append(
+                f"server generation tokens {out['generation_tokens']:g} != client-counted "
+                f"output tokens {client_tokens}")
+    out["server_latency"] = {k: histogram_delta(before, after, n) for k, n in HISTOGRAMS.items()}
+    present = all(total(after, n) is not None for n in SPEC)
+    if not speculation:
+        out["speculation"] = "off"
+        return out
+    if not present:
+        missing = [n for n in SPEC if total(after, n) is None]
+        raise KneeError(f"{window}: speculation is on but {', '.join(missing)} missing from "
+                        f"the after scrape ({files})")
+    out["speculation"] = "on"
+    # The generation-token delta above proves the scrapes bracket the traffic; drafts can then
+    # truly be zero (an ngram drafter that found no match): said so in words, never a 0 rate.
+    drafts = counter_delta(before, after, DRAFTS, window, 0, files)
+    if drafts == 0:
+        out["spec_decode_num_drafts"] = 0.0
+        out["flags"].append("no drafts proposed in this window (the drafter found nothing to "
+                            "propose): no acceptance figures")
+        return out
+    for name in SPEC:
+        out[_key(name)] = counter_delta(before, after, name, window, requests, files)
+    pa, pb = total(after, PER_POS, "position") or {}, total(before, PER_POS, "position") or {}
+    out["spec_decode_num_accepted_tokens_per_pos"] = [
+        pa[p] - pb.get(p, 0.0) for p in sorted(pa, key=int)]
+    out.update(spec_summary(out, knee_threshold))
+    itl = out["server_latency"]["inter_token_latency_s"]
+    out.update(ceiling(out, itl["mean"] if itl else None))
+    return out
+
+
+def _key(name: str) -> str:
+    return name.removeprefix("vllm:").removesuffix("_total")
+
+
+def spec_summary(d: dict, knee_threshold: float = KNEE_THRESHOLD) -> dict:
+    """The reference write-ups' definitions: rates over drafts and draft tokens, and the knee
+    position."""
+    drafts = d["spec_decode_num_drafts"]
+    accepted = d["spec_decode_num_accepted_tokens"]
+    per_pos = d.get("spec_decode_num_accepted_tokens_per_pos", [])
+    rates = [x / drafts for x in per_pos]
+    knee = next((i + 1 for i, r in enumerate(rates) if r < knee_threshold), None)
+    return {
+        "acceptance_rate": accepted / d["spec_decode_num_draft_tokens"],
+        "mean_acceptance_length": 1 + accepted / drafts,
+        "tokens_per_step": 1 + accepted / drafts,
+        "per_position_rate": rates,
+        "knee_threshold": knee_threshold,
+        "knee_position": knee,
+    }
+
+
+def ceiling(d: dict, step_time_s: float | None) -> dict:
+    """Per-user decode = tokens per step / step time; at perfect acceptance (k + 1) / step time."""
+    k = len(d.get("spec_decode_num_accepted_tokens_per_pos", []))
+    if not step_time_s or not k:
+        return {"step_time_s": step_time_s, "step_time_source": STEP_TIME_SOURCE,
+                "modelled_decode_rate": None, "ceiling_decode_rate": None}
+    return {"step_time_s": step_time_s, "step_time_source": STEP_TIME_SOURCE, "k": k,
+            "modelled_decode_rate": d["tokens_per_step"] / step_time_s,
+            "ceiling_decode_rate": (k + 1) / step_time_s}
+
+
+def acceptance_table(windows: list[dict], sources: list) -> list[dict]:
+    """One row per session window, with the file it came from."""
+    keys = ("speculation", "knee_threshold", "client_latency", "server_latency",
+            "generation_tokens", "client_output_tokens",
+            "acceptance_rate", "mean_acceptance_length", "per_position_rate", "knee_position",
+            "step_time_s", "modelled_decode_rate", "ceiling_decode_rate", "flags",
+            "temperatures")
+    return [{"session": w["session"], "instrument": w["instrument"], "source": str(src),
+             **{k: w.get(k) for k in keys}} for w, src in zip(windows, sources, strict=True)]
+
+
+def instrument_metrics(raw: dict, before: str, after: str, speculation: bool,
+                       knee_threshold: float, files: str) -> dict:
+    """The window metrics of one instrument run (and, for the probe, of each temperature)."""
+    from knee.analyze.stats import window_client_summary
+
+    records = [r for p in raw["points"] for r in p["records"]]
+    records += (raw.get("warmup") or {}).get("records", [])
+    out = window_deltas(before, after, f"{raw['session']}/{raw['instrument']}",
+                        requests=len(records), speculation=speculation,
+                        client_tokens=sum(r["output_tokens"] for r in records), files=files,
+                        knee_threshold=knee_threshold)
+    out["client_latency"] = window_client_summary(records)
+    if raw["instrument"] == "probe":
+        out["temperatures"] = [
+            {"point": p["point"], **window_deltas(
+                p["prom_before"], p["prom_after"], f"{raw['session']}/probe {p['point']}",
+                requests=len(p["records"]), speculation=speculation,
+                client_tokens=sum(r["output_tokens"] for r in p["records"]),
+                files=f"{files} (embedded scrapes of {p['point']})",
+                knee_threshold=knee_threshold)}
+            for p in raw["points"]]
+    return out

@@ -1,0 +1,256 @@
+"""`knee recommend`: which k to run at which load, from one measured experiment (pure analysis:
+it reads the plan, the raw sweep records and the window metrics; it boots nothing and sends no
+request).
+
+What it measures, per session and sweep concurrency c: the step time (median over requests of
+the chunk span / (chunks - 1): one stream chunk per engine step), the tokens per step ((output
+tokens - 1) / (chunks - 1)), TTFT and throughput. From these and the acceptance counters:
+- a_i, per-position acceptance, pooled over the windows (probe and sweep) of the sessions that
+  ran the longest horizon K at every batch size; tokens per step at k <= K at c scale the
+  measured excess over one token by sum(a_1..a_k) / sum(a_1..a_K), corrected by gamma(k) where
+  a second, shorter horizon was measured (Model.draft_availability);
+- step(c, k) = b0 + b1 c + b2 k + b3 c k fitted to every session's step times (both arms: the
+  terms separate only where the measured k differ);
+- per-user decode rate = tokens per step / step time; throughput at c = eta(c) c N / (TTFT(c) +
+  (N - 1) step / tokens per step), eta(c) the measured ratio of throughput to that closed-loop
+  formula at the measured k (ramp and tail of the window);
+- intervals: the whole chain refitted on boot pairs resampled with replacement (the boot pair
+  is the unit of replication), percentile interval.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+
+from knee.analyze import compare, kmodel, recommend_parts
+from knee.analyze.folder import realized_sessions
+from knee.analyze.kmodel import session_k
+from knee.analyze.recommend_parts import RESAMPLES
+from knee.core import jsonio, rawfiles
+from knee.core.errors import KneeError
+
+MIN_POINTS = 3
+ACCEPTANCE_INSTRUMENTS = ("sweep", "probe")
+
+
+class Refused(KneeError):
+    """The data cannot support a recommendation; the message says why."""
+
+
+def point_observation(points: list[dict], c: int, output_tokens: int) -> dict:
+    """One session's figures at concurrency c, over its runs."""
+    recs = [r for p in points for r in p["records"]
+            if not r["warmup"] and not r.get("error") and len(r["chunk_times"]) > 1]
+    if not recs:
+        raise Refused(f"sweep c={c}: no request with two or more chunks: no step time")
+    steps = [(r["t_last"] - r["t_first"]) / (len(r["chunk_times"]) - 1) for r in recs]
+    tokens = sum(r["output_tokens"] - 1 for r in recs) / sum(len(r["chunk_times"]) - 1
+                                                          for r in recs)
+    ttft = median(r["t_first"] - r["t_send"] for r in recs)
+    e2e = sum(r["t_done"] - r["t_send"] for r in recs) / len(recs)
+    thr = sum(r["output_tokens"] for p in points for r in p["records"]
+              if not r["warmup"] and not r.get("error")) / sum(p["wall_s"] for p in points)
+    return {"step_s": median(steps), "tokens_per_step": tokens, "ttft_s": ttft,
+            "throughput": thr, "eta": thr / (c * output_tokens / e2e)}
+
+
+def check_sweep(plan: dict) -> None:
+    """Refuse before reading anything when the sweep cannot support a recommendation."""
+    if "sweep" not in plan["instruments"]:
+        raise Refused("no sweep instrument: nothing measured per concurrency")
+    conc = plan["instruments"]["sweep"]["concurrency"]
+    if len(conc) < MIN_POINTS:
+        raise Refused(f"too few points: the sweep measured {len(conc)} concurrencies "
+                      f"({conc}); a recommendation needs at least {MIN_POINTS}")
+
+
+def sweep_windows(plan: dict, root: Path) -> dict[tuple[int, str], dict]:
+    """Every realized session's sweep window, read once: {(pair, arm): {"id", "raw"}}, the raw
+    under "raw"["sweep"] as compare.host_speed takes sessions."""
+    out = {}
+    for s in realized_sessions(plan, root):  # protocol order
+        raw = jsonio.read(rawfiles.stored(Path(root) / "raw" / s["id"], "sweep.json"), "raw")
+        out[(s["pair"], s["arm"])] = {"id": s["id"], "raw": {"sweep": raw}}
+    return out
+
+
+def observations(plan: dict, sweeps: dict[tuple[int, str], dict]) -> list[dict]:
+    """One row per (session, concurrency), with the session's pair, arm and k there."""
+    cfg = plan["instruments"]["sweep"]
+    conc = cfg["concurrency"]
+    rows = []
+    for (pair, arm), s in sweeps.items():
+        for c, k in zip(conc, session_k(plan, arm, conc), strict=True):
+            pts = [p for p in s["raw"]["sweep"]["points"] if p["point"] == c]
+            rows.append({"session": s["id"], "pair": pair, "arm": arm, "c": c, "k": k,
+                         **point_observation(pts, c, cfg["output_tokens"])})
+    return rows
+
+
+def fixed_at(plan: dict, arm: str, horizon: int) -> bool:
+    """Whether an arm drafts at the horizon whatever the batch size (no schedule below it)."""
+    spec = plan["arms"][arm].get("speculative_config") or {}
+    bands = spec.get("num_speculative_tokens_per_batch_size") or []
+    return spec.get("num_speculative_tokens") == horizon and all(b[2] >= horizon for b in bands)
+
+
+def acceptance_windows(plan: dict, root: Path, horizon: int) -> list[dict]:
+    """The acceptance counters of every window (probe, sweep) of the arms that draft at the
+    horizon at every batch size: a schedule's windows mix horizons under one drafts count."""
+    out = []
+    for s in realized_sessions(plan, root):
+        if not fixed_at(plan, s["arm"], horizon):
+            continue
+        for name in ACCEPTANCE_INSTRUMENTS:
+            path = Path(root) / "raw" / s["id"] / f"{name}.metrics.json"
+            if name not in plan["instruments"] or not path.exists():
+                continue
+            m = jsonio.read(path)
+            per_pos = m.get("spec_decode_num_accepted_tokens_per_pos") or []
+            if len(per_pos) == horizon and m.get("spec_decode_num_drafts"):
+                out.append({"pair": s["pair"], "file": f"raw/{s['id']}/{name}.metrics.json",
+                            "drafts": m["spec_decode_num_drafts"], "accepted_per_pos": per_pos})
+    return out
+
+
+def pooled_rates(windows: list[dict]) -> list[float]:
+    drafts = sum(w["drafts"] for w in windows)
+    accepted = np.sum([w["accepted_per_pos"] for w in windows], axis=0)
+    return kmodel.position_rates(drafts, [float(a) for a in accepted])
+
+
+def check_supported(plan: dict, rows: list[dict], windows: list[dict], horizon: int) -> None:
+    ks = sorted({r["k"] for r in rows})
+    if horizon == 0:
+        raise Refused("acceptance counters missing: speculation is off in both arms")
+    if not windows:
+        raise Refused(f"acceptance counters missing: no probe or sweep window at k={horizon} "
+                      "has per-position acceptance counts")
+    if len(ks) < 2:
+        raise Refused(f"one k only (k={ks[0]} at every measured point of both arms): the step "
+                      "time cannot be separated from k")
+    if not kmodel.identifiable([(r["c"], r["k"]) for r in rows]):
+        pts = sorted({(r["c"], r["k"]) for r in rows})
+        raise Refused(f"the measured (concurrency, k) points {pts} cannot separate the step "
+                      f"model's terms {', '.join(kmodel.STEP_TERMS)}: measure a second k at "
+                      "two or more concurrencies")
+
+
+class Model:
+    """Everything fitted from one set of sessions (all of them, or a resample of pairs)."""
+
+    def __init__(self, rows: list[dict], windows: list[dict], output_tokens: int):
+        self.rates = pooled_rates(windows)
+        self.horizon = len(self.rates)
+        self.step = kmodel.fit_step_model([(r["c"], r["k"], r["step_s"]) for r in rows])
+        self.n = output_tokens
+        self.at = {}
+        for c in sorted({r["c"] for r in rows}):
+            here = [r for r in rows if r["c"] == c]
+            self.at[c] = {"tokens": {k: float(np.mean([r["tokens_per_step"] for r in here
+                                                       if r["k"] == k]))
+                                     for k in {r["k"] for r in here}},
+                          "ttft_s": float(np.mean([r["ttft_s"] for r in here])),
+                          "eta": float(np.mean([r["eta"] for r in here]))}
+        self.availability = self.draft_availability()
+
+    def prefix_excess(self, c: int, k: int) -> float:
+        """Tokens per step above one at k, scaled from the horizon measured at c by the
+        accepted prefix alone: (T(K) - 1) sum(a_1..a_k) / sum(a_1..a_K)."""
+        top = max(self.at[c]["tokens"])
+        if top == 0:
+            raise KneeError(f"c={c}: no speculating session to scale tokens per step from")
+        return (self.at[c]["tokens"][top] - 1.0) * sum(self.rates[:k]) / sum(self.rates[:top])
+
+    def draft_availability(self) -> dict[int, float]:
+        """gamma(k): measured tokens per step above one at a shorter horizon k against the
+        accepted-prefix scaling, pooled over the concurrencies where both k and the longest
+        horizon ran (an ngram drafter finds a full-length draft less often at a longer
+        horizon). gamma(K) = 1; without a second horizon, 1 everywhere."""
+        out = {self.horizon: 1.0}
+        for k in sorted({k for at in self.at.values() for k in at["tokens"]}):
+            ratios = [(at["tokens"][k] - 1.0) / self.prefix_excess(c, k)
+                      for c, at in self.at.items()
+                      if 0 < k < self.horizon and k in at["tokens"]
+                      and max(at["tokens"]) == self.horizon and self.prefix_excess(c, k) > 0]
+            if ratios:
+                out[k] = float(np.mean(ratios))
+        return out
+
+    def gamma(self, k: int) -> float:
+        """gamma at k: linear between the horizons measured, the nearest one beyond them."""
+        known = sorted(self.availability)
+        if k <= known[0]:
+            return self.availability[known[0]]
+        return float(np.interp(k, known, [self.availability[x] for x in known]))
+
+    def tokens(self, c: int, k: int) -> float:
+        if k == 0:
+            return 1.0
+        top = max(self.at[c]["tokens"])
+        return 1.0 + self.prefix_excess(c, k) * self.gamma(k) / self.gamma(top)
+
+    def predict(self, c: int, k: int) -> dict:
+        step, tokens = self.step(c, k), self.tokens(c, k)
+        at = self.at[c]
+        latency = at["ttft_s"] + (self.n - 1) * step / tokens
+        return {"step_s": step, "tokens_per_step": tokens, "decode_rate": tokens / step,
+                "throughput": at["eta"] * c * self.n / latency}
+
+
+def candidate_ks(rows: list[dict], horizon: int) -> list[int]:
+    """k = 1..K, and 0 where a speculation-off session was measured."""
+    return ([0] if any(r["k"] == 0 for r in rows) else []) + list(range(1, horizon + 1))
+
+
+def resample_pairs(pairs: list[int], rng: np.random.Generator) -> list[int]:
+    return list(rng.choice(pairs, size=len(pairs), replace=True))
+
+
+def bootstrap(rows, windows, n_tokens, conc, ks, seed: int = 0) -> dict:
+    """Predictions over pair resamples: {(c, k): [throughput...]}, {(c, k): [decode...]}, the
+    i-th value of every list from the same resample."""
+    rng = np.random.default_rng(seed)
+    pairs = sorted({r["pair"] for r in rows})
+    thr: dict = {(c, k): [] for c in conc for k in ks}
+    dec: dict = {(c, k): [] for c in conc for k in ks}
+    for _ in range(RESAMPLES):
+        picks = resample_pairs(pairs, rng)
+        sub = [r for p in picks for r in rows if r["pair"] == p]
+        subw = [w for p in picks for w in windows if w["pair"] == p]
+        if not subw or not kmodel.identifiable([(r["c"], r["k"]) for r in sub]):
+            continue
+        m = Model(sub, subw, n_tokens)
+        for c in conc:
+            preds = {k: m.predict(c, k) for k in ks}
+            for k in ks:
+                thr[(c, k)].append(preds[k]["throughput"])
+                dec[(c, k)].append(preds[k]["decode_rate"])
+    return {"throughput": thr, "decode_rate": dec}
+
+
+def build(plan: dict, root: Path) -> dict:
+    """The recommendation (raises Refused with the reason when the data cannot support one)."""
+    check_sweep(plan)
+    sweeps = sweep_windows(plan, root)
+    rows = observations(plan, sweeps)
+    horizon = max(r["k"] for r in rows)
+    windows = acceptance_windows(plan, root, horizon)
+    check_supported(plan, rows, windows, horizon)
+    n_tokens = plan["instruments"]["sweep"]["output_tokens"]
+    conc = plan["instruments"]["sweep"]["concurrency"]
+    model = Model(rows, windows, n_tokens)
+    ks = candidate_ks(rows, horizon)
+    boot = bootstrap(rows, windows, n_tokens, conc, ks)
+    rec = recommend_parts.assemble(plan, rows, windows, model, ks, boot)
+    speed = sweep_speed(plan, sweeps)
+    return {**rec, "sweep_cpu_speed": speed} if speed else rec
+
+
+def sweep_speed(plan: dict, sweeps: dict[tuple[int, str], dict]) -> float | None:
+    """The median speed of the engine's CPU over the sweep windows (None before it was sampled):
+    a verification run measured on a faster or slower host says by how much."""
+    return compare.instrument_speed(compare.host_speed(plan, sweeps), "sweep")

@@ -1,0 +1,245 @@
+"""Every JSON file knee writes: stamped with its schema, validated, written atomically."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import hashlib
+import json
+import math
+import os
+import stat
+import tempfile
+import zlib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from knee.core.errors import KneeError
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+# a file knee reads is at most this big as stored, and a compressed one at most READ_LIMIT
+# once expanded: a link to /dev/zero or a bomb is refused, not read until memory runs out
+READ_LIMIT = 1 << 30
+COMPRESSED = ".gz"  # a name ending so is gzip: written compressed, read expanded
+# what an older version of a file lacks, and how to make it anew from the raw files
+REDERIVE = {
+    "plan": "the realized order and the bar's alpha; a measured experiment is never "
+            "re-planned: measure it again under a new name",
+    "comparison": "intervals over boot pairs; re-derive with `snakemake --cores 1 "
+                  "--config experiment=CONFIG --forcerun compare` (boots nothing)",
+    "bar": "three-valued verdicts decided on an interval; re-derive with `snakemake --cores 1 "
+           "--config experiment=CONFIG --forcerun compare` (boots nothing)",
+}
+
+
+@cache
+def schema_file(kind: str) -> dict:
+    """A schema as its file holds it."""
+    path = SCHEMA_DIR / f"{kind}.schema.yaml"
+    if not path.is_file():
+        raise KneeError(f"no schema named {kind!r} in {SCHEMA_DIR}")
+    return yaml.safe_load(path.read_text())
+
+
+@cache
+def load_schema(kind: str) -> dict:
+    """A schema as knee validates a file with it (the config's, with its instruments'
+    sections, is knee.instruments.config_schema)."""
+    return copy.deepcopy(schema_file(kind))
+
+
+def _is_integer(_checker, value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(_checker, value) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+# JSON Schema counts 2.0 as an integer and lets inf and nan through as numbers: knee does not
+# (a float where a count is meant, or a non-finite bound, is refused with its key path)
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_number}))
+
+
+def config_default(dotted: str):
+    """A config key's default outside the instruments' sections, from the config schema (the
+    one place defaults live)."""
+    node = schema_file("config")
+    for part in dotted.split("."):
+        node = node["properties"][part]
+    return node["default"]
+
+
+def where(error: jsonschema.ValidationError) -> str:
+    parts = ""
+    for p in error.absolute_path:
+        parts += f"[{p}]" if isinstance(p, int) else (f".{p}" if parts else str(p))
+    return parts or "(top level)"
+
+
+def form_name(form: dict) -> str:
+    """How one alternative of a oneOf reads: its type(s), or its allowed values."""
+    if "type" not in form:
+        return f"one of {form['enum']!r}"
+    return form["type"] if isinstance(form["type"], str) else " or ".join(form["type"])
+
+
+def explain(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For a value that fits none of several forms (oneOf), the reason from the form whose
+    type it has: `pairs: 0 is less than the minimum of 1`, not `not valid under any`."""
+    if error.validator not in ("oneOf", "anyOf"):
+        return error
+    forms = error.validator_value
+    if all(set(f) == {"required"} for f in forms):  # exactly one of several keys
+        keys = " or ".join(k for f in forms for k in f["required"])
+        error.message = (f"give exactly one of {keys}, not both" if "each of" in error.message
+                         else f"give one of {keys}")
+        return error
+    # the form the value has (its own type fits): an error inside it, or on its value
+    typed = [c for c in error.context
+             if c.validator != "type" or len(c.absolute_path) > len(error.absolute_path)]
+    mistyped = {c.relative_schema_path[0] for c in error.context
+                if c.validator == "type" and len(c.absolute_path) == len(error.absolute_path)}
+    fitting = [c for c in typed if "type" in forms[c.relative_schema_path[0]]
+               and c.relative_schema_path[0] not in mistyped]
+    typed = fitting or typed
+    if typed:
+        return explain(max(typed, key=lambda c: len(c.absolute_path)))
+    types = [form_name(f) for f in forms if "type" in f or "enum" in f]
+    if types:
+        error.message = f"{error.instance!r} is not {' or '.join(types)}"
+    return error
+
+
+def check(kind: str, data: Any, source: str, schema: dict | None = None) -> None:
+    """Validate data against a schema (kind's file, or the schema given); raise KneeError
+    naming source, key path and reason."""
+    schema = load_schema(kind) if schema is None else schema
+    validator = Validator(schema)
+    errors = sorted(map(explain, validator.iter_errors(data)),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"{source}: {where(e)}: {e.message}" for e in errors[:20]]
+        raise KneeError("invalid " + kind + ":\n  " + "\n  ".join(lines))
+
+
+def sha256_file(path: Path | str) -> str:
+    """A file's sha256, read in blocks (no whole-file read)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def atomic_write_text(path: Path, text: str | bytes) -> None:
+    """Text (or bytes) to a temporary name beside the file, synced, then renamed over it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_bytes(path: Path | str, limit: int = READ_LIMIT) -> bytes:
+    """A regular file's bytes (expanded when its name ends in .gz), refused before it is
+    opened when it is not a regular file, and refused past `limit` bytes."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise KneeError(f"{path}: missing") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise KneeError(f"{path}: not a regular file (a directory, device or pipe): refused")
+    if info.st_size > limit:
+        raise KneeError(f"{path}: {info.st_size} bytes, over the {limit} a file may hold")
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if path.name.endswith(COMPRESSED):
+        try:
+            expand = zlib.decompressobj(wbits=31)
+            data = expand.decompress(data, limit + 1)
+        except zlib.error as e:
+            raise KneeError(f"{path}: not gzip ({e})") from None
+        if len(data) > limit or expand.unconsumed_tail:
+            raise KneeError(f"{path}: expands past the {limit} bytes a file may hold")
+    if len(data) > limit:
+        raise KneeError(f"{path}: over the {limit} bytes a file may hold")
+    return data
+
+
+def in_folder(root: Path | str, name: str) -> Path:
+    """A file named inside a results folder, refused when the name or a link on the way
+    leads out of it (../x, an absolute path, a link to /etc or another folder)."""
+    top = Path(root).resolve()
+    path = (top / name).resolve()
+    if path != top and top not in path.parents:
+        raise KneeError(f"{Path(root) / name}: leads outside {root} (to {path}): not read")
+    return path
+
+
+def read_text(path: Path | str, limit: int = READ_LIMIT) -> str:
+    """read_bytes as UTF-8 text, naming the file when it is not."""
+    try:
+        return read_bytes(path, limit).decode()
+    except UnicodeDecodeError as e:
+        raise KneeError(f"{path}: not UTF-8 text ({e})") from None
+
+
+def write_text(path: Path | str, text: str) -> None:
+    """atomic_write_text, compressed when the name ends in .gz (no timestamp, so the same
+    text gives the same bytes)."""
+    path = Path(path)
+    if path.name.endswith(COMPRESSED):
+        atomic_write_text(path, gzip.compress(text.encode(), compresslevel=6, mtime=0))
+    else:
+        atomic_write_text(path, text)
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def schema_version(kind: str) -> int:
+    """The version of a kind of file this knee writes (its schema's schema_version const)."""
+    return load_schema(kind)["properties"]["schema_version"]["const"]
+
+
+def write(path: Path, kind: str, payload: dict) -> dict:
+    """Stamp payload with schema + schema_version, validate it, and write it atomically."""
+    data = {"schema": f"knee/{kind}", "schema_version": schema_version(kind), **payload}
+    check(kind, data, str(path))
+    write_text(path, dumps(data))
+    return data
+
+
+def read(path: Path, kind: str | None = None) -> dict:
+    path = Path(path)
+    try:
+        data = json.loads(read_text(path))
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise KneeError(f"{path}: not JSON ({e})") from None
+    if kind is not None:
+        if data.get("schema") != f"knee/{kind}":
+            raise KneeError(f"{path}: schema is {data.get('schema')!r}, expected 'knee/{kind}'")
+        if data.get("schema_version") != schema_version(kind):
+            raise KneeError(f"{path}: knee/{kind} version {data.get('schema_version')!r}, this "
+                            f"knee reads version {schema_version(kind)} (it adds "
+                            f"{REDERIVE.get(kind, 'fields')})")
+        check(kind, data, str(path))
+    return data

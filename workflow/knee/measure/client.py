@@ -1,0 +1,381 @@
+"""Closed-loop streaming client for the OpenAI-compatible completions and chat endpoints.
+
+Token counts come from the server's own per-chunk usage (stream_options with
+include_usage and continuous_usage_stats), never from re-tokenised text. The client speaks
+HTTP/1.1 itself on non-blocking sockets watched by the event loop (uvloop when installed), one
+keep-alive connection per stream, and the hot path is a few byte searches and one orjson parse
+per event.
+
+Every chunk is stamped with the time its bytes reached the socket: on Linux the kernel's
+receive timestamp of the read that carried it (SO_TIMESTAMPNS), so the time the client spends
+on other streams, and the order it serves them in, never enters a gap. Elsewhere, or if the
+kernel gives none, the read is stamped when it returns. `CHUNK_CLOCK` names the clock in use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import orjson
+
+from knee.core.prompts import ENDPOINTS
+
+try:
+    import uvloop
+except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio still works
+    uvloop = None
+
+READ_SIZE = 1 << 16
+SO_TIMESTAMPNS = 35  # Linux: the receive time of the data, as a CLOCK_REALTIME timespec
+TIMESPEC = struct.Struct("@ll")
+ANC_SIZE = socket.CMSG_SPACE(TIMESPEC.size) if sys.platform == "linux" else 0
+CHUNK_CLOCK = ("kernel receive timestamp (SO_TIMESTAMPNS)" if ANC_SIZE
+               else "read time (perf_counter)")
+
+
+@dataclass
+class Record:
+    index: int
+    warmup: bool
+    t_send: float
+    t_first: float | None = None
+    t_last: float | None = None
+    t_done: float | None = None
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    output_tokens: int = 0
+    finish_reason: str | None = None
+    error: str | None = None
+    server_stamps: list[float] | None = None  # only from a server that stamps its chunks
+
+
+class StreamError(ValueError):
+    """The server reported an error inside the event stream, or broke its usage contract."""
+
+
+def _apply_chunk(rec: Record, data: dict, now: float) -> None:
+    usage = data.get("usage")
+    choices = data.get("choices")
+    if not choices or not usage or "completion_tokens" not in usage or "error" in data:
+        _other_chunk(rec, data, usage, choices)
+        return
+    total = usage["completion_tokens"]
+    if rec.prompt_tokens is None:
+        rec.prompt_tokens = usage.get("prompt_tokens")
+    finish = choices[0].get("finish_reason")
+    if finish:
+        rec.finish_reason = finish
+    tokens = total - rec.output_tokens
+    rec.output_tokens = total
+    if tokens <= 0:
+        return
+    if rec.t_first is None:
+        rec.t_first = now
+    rec.t_last = now
+    rec.chunk_times.append(now)
+    rec.chunk_tokens.append(tokens)
+    if "t_server" in data:
+        if rec.server_stamps is None:
+            rec.server_stamps = []
+        rec.server_stamps.append(data["t_server"])
+
+
+def _other_chunk(rec: Record, data: dict, usage: dict | None, choices: list | None) -> None:
+    """An event that is not one more token chunk: an error, a broken contract, or the end."""
+    if "error" in data:  # vLLM reports a failure after the 200 as an error event
+        raise StreamError(f"error event: {orjson.dumps(data['error']).decode()[:500]}")
+    if choices:
+        raise StreamError("chunk without usage: the server ignored continuous_usage_stats")
+    if usage:  # the final usage-only chunk
+        if rec.prompt_tokens is None:
+            rec.prompt_tokens = usage.get("prompt_tokens")
+        rec.output_tokens = usage.get("completion_tokens", rec.output_tokens)
+
+
+class HTTPError(Exception):
+    """The server answered, but not with a 200 event stream, or broke the framing."""
+
+
+class _Stream:
+    """One keep-alive HTTP/1.1 connection; one response at a time, parsed as it arrives."""
+
+    def __init__(self, t0: float, sock: socket.socket | None = None, loop=None):
+        self.t0, self.sock, self.loop = t0, sock, loop
+        self.rec: Record | None = None
+        self.done: asyncio.Future | None = None
+        self.lost, self.keep, self.floor = False, True, 0.0
+
+    @classmethod
+    async def connect(cls, loop, addr: tuple, t0: float) -> _Stream:
+        family, kind, proto, _, address = addr
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if ANC_SIZE:
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            await loop.sock_connect(sock, address)
+        except BaseException:
+            sock.close()
+            raise
+        conn = cls(t0, sock, loop)
+        loop.add_reader(sock.fileno(), conn.readable)
+        return conn
+
+    def close(self) -> None:
+        self.lost = True
+        if self.sock is not None:
+            self.loop.remove_reader(self.sock.fileno())
+            self.sock.close()
+            self.sock = None
+
+    async def exchange(self, request: bytes, rec: Record) -> None:
+        """Send one request and wait for its whole response."""
+        done = self.loop.create_future()
+        self.start(rec, done)
+        await self.loop.sock_sendall(self.sock, request)
+        await done
+
+    def start(self, rec: Record, done: asyncio.Future) -> None:
+        self.rec, self.done, self.floor = rec, done, rec.t_send
+        self.head, self.status, self.chunked, self.length = b"", None, False, None
+        self.raw, self.body, self.need = b"", b"", None  # need: bytes left in this HTTP chunk
+        self.keep = True
+
+    def _finish(self, error: BaseException | None = None) -> None:
+        done, self.done = self.done, None
+        if done is not None and not done.done():
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
+
+    def readable(self) -> None:
+        try:
+            data, anc, _, _ = self.sock.recvmsg(READ_SIZE, ANC_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            self._closed(e)
+            return
+        if not data:
+            self._closed("by the server")
+            return
+        read_ns = time.perf_counter_ns()
+        now = read_ns / 1e9 - self.t0
+        if anc:  # the kernel's receive time, moved onto perf_counter's clock
+            sec, nsec = TIMESPEC.unpack(anc[0][2][:TIMESPEC.size])
+            arrived = (sec * 1_000_000_000 + nsec - time.time_ns() + read_ns) / 1e9 - self.t0
+            # a realtime clock step between the two stamps cannot leave the read's bounds
+            now = self.floor = min(now, max(arrived, self.floor))
+        self.data_received(data, now)
+
+    def _closed(self, reason) -> None:
+        self.close()
+        if self.done is not None and self.status is not None and not self.chunked \
+                and self.length is None:  # a body delimited by the close
+            self._answered()
+        self._finish(ConnectionError(f"connection closed: {reason}"))
+
+    def data_received(self, data: bytes, now: float) -> None:
+        """Parse one read whose bytes all arrived at `now`."""
+        if self.done is None:
+            return
+        try:
+            if self.status is None:
+                self.head += data
+                end = self.head.find(b"\r\n\r\n")
+                if end < 0:
+                    return
+                self._headers(self.head[:end].decode("latin-1"))
+                data = self.head[end + 4:]
+            if self.chunked:
+                self._dechunk(data, now)
+            else:
+                self.body += data
+                if self.length is not None and len(self.body) >= self.length:
+                    self._answered()
+        except (HTTPError, ValueError) as e:
+            self.keep = False
+            self._finish(e)
+
+    def _headers(self, head: str) -> None:
+        lines = head.split("\r\n")
+        self.status = int(lines[0].split(" ", 2)[1])
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            name, value = name.strip().lower(), value.strip().lower()
+            if name == "transfer-encoding":
+                self.chunked = "chunked" in value
+            elif name == "content-length":
+                self.length = int(value)
+            elif name == "connection" and value == "close":
+                self.keep = False
+
+    def _dechunk(self, data: bytes, now: float) -> None:
+        raw = self.raw + data if self.raw else data
+        pos, end_all = 0, len(raw)
+        rec, loads, find = self.rec, orjson.loads, raw.find
+        while pos < end_all:
+            if self.need is None:  # at a chunk-size line
+                eol = find(b"\r\n", pos)
+                if eol < 0:
+                    break
+                try:
+                    size = int(raw[pos:eol], 16)
+                except ValueError:  # with a chunk extension
+                    size = int(raw[pos:eol].split(b";", 1)[0], 16)
+                pos = eol + 2
+                if size == 0:
+                    self.raw = b""
+                    self._answered()
+                    return
+                if pos + size + 2 <= end_all and not self.body:  # a whole chunk: no copy
+                    end = pos + size
+                    if raw.startswith(b"data: {", pos) and raw.endswith(b"\n\n", pos, end):
+                        try:  # the common case: one event in one chunk
+                            _apply_chunk(rec, loads(raw[pos + 6:end - 2]), now)
+                        except orjson.JSONDecodeError:  # not one event after all
+                            self._events(raw[pos:end], now)
+                    else:
+                        self._events(raw[pos:end], now)
+                    pos += size + 2
+                    continue
+                self.need = size + 2  # the payload and its CRLF
+            take = min(self.need, end_all - pos)
+            self.body += raw[pos:pos + take]
+            pos += take
+            self.need -= take
+            if self.need:
+                break
+            self.need = None
+            body, self.body = self.body[:-2], b""
+            self._events(body, now)
+        self.raw = raw[pos:]
+
+    def _events(self, payload: bytes, now: float) -> None:
+        """Server-sent events; an event cut by the chunk framing waits in self.body."""
+        if self.status != 200:
+            self.body += payload
+            return
+        if self.body:
+            payload, self.body = self.body + payload, b""
+        *complete, self.body = payload.split(b"\n\n")
+        for ev in complete:
+            if ev.startswith(b"data: ") and ev[6:] != b"[DONE]":
+                _apply_chunk(self.rec, orjson.loads(ev[6:]), now)
+
+    def _answered(self) -> None:
+        if self.status != 200:
+            text = self.body.decode(errors="replace")[:500]
+            self._finish(HTTPError(f"HTTP {self.status}: {text}"))
+        else:
+            self._finish()
+
+
+def request_bytes(target, body: dict) -> bytes:
+    """The POST request of one body to a urlsplit() target (built before the clock starts)."""
+    payload = orjson.dumps(body)
+    head = (f"POST {target.path} HTTP/1.1\r\nHost: {target.netloc}\r\n"
+            f"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n").encode()
+    return head + payload
+
+
+def request_body(api: str, model: str, prompt, sampling: dict, index: int = 0) -> dict:
+    """One request's JSON body. A sampling seed is the window's seed plus the request's index:
+    every request samples its own stream, and the same request samples it again in every
+    session."""
+    if "seed" in sampling:
+        sampling = {**sampling, "seed": sampling["seed"] + index}
+    stream = {"stream": True, "stream_options": {"include_usage": True,
+                                                 "continuous_usage_stats": True}}
+    if api == "chat":
+        return {"model": model, "messages": [{"role": "user", "content": prompt}],
+                **stream, **sampling}
+    return {"model": model, "prompt": prompt, **stream, **sampling}
+
+
+def length_error(rec: Record, sampling: dict) -> str | None:
+    """An answer longer than max_tokens, or under ignore_eos not exactly max_tokens long, is
+    not the request that was sent: the record is an error, not a measurement."""
+    cap, n = sampling.get("max_tokens"), rec.output_tokens
+    if cap is None:
+        return None
+    if n > cap:
+        return f"LengthError: {n} output tokens, more than max_tokens {cap}"
+    if sampling.get("ignore_eos") and n != cap:
+        return f"LengthError: {n} output tokens under ignore_eos, not max_tokens {cap}"
+    return None
+
+
+async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
+                      concurrency: int, timeout_s: float, warmup: bool = False,
+                      api: str = "completions", done: list | None = None) -> dict:
+    """Send every prompt with `concurrency` requests in flight; return records and wall time.
+    Each finished request's record is appended to `done` (a list the caller may watch)."""
+    target = urlsplit(base_url + ENDPOINTS[api])
+    requests = [request_bytes(target, request_body(api, model, p, sampling, i))
+                for i, p in enumerate(prompts)]
+    loop = asyncio.get_running_loop()
+    addr = (await loop.getaddrinfo(target.hostname, target.port or 80,
+                                   type=socket.SOCK_STREAM))[0] if prompts else None
+    queue = list(range(len(prompts)))[::-1]
+    records: list[Record] = [] if done is None else done
+    t0 = time.perf_counter()
+
+    async def worker() -> None:
+        conn: _Stream | None = None
+        try:
+            while queue:
+                i = queue.pop()
+                rec = Record(index=i, warmup=warmup, t_send=time.perf_counter() - t0)
+                try:
+                    if conn is None or conn.lost or not conn.keep:
+                        if conn is not None:
+                            conn.close()
+                        conn = None
+                        conn = await _Stream.connect(loop, addr, t0)
+                    await asyncio.wait_for(conn.exchange(requests[i], rec), timeout_s)
+                except (OSError, HTTPError, ValueError, TimeoutError) as e:
+                    rec.error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                    if conn is not None:
+                        conn.keep = False
+                else:
+                    rec.error = length_error(rec, sampling)
+                finally:
+                    rec.t_done = time.perf_counter() - t0
+                records.append(rec)
+        finally:  # also when cancelled: no socket or reader is left behind
+            if conn is not None:
+                conn.close()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    wall = time.perf_counter() - t0
+    records.sort(key=lambda r: r.index)
+    return {"wall_s": wall, "records": [dict(vars(r)) for r in records]}
+
+
+def run(base_url: str, model: str, prompts: list, sampling: dict, concurrency: int,
+        timeout_s: float, warmup: bool = False, api: str = "completions",
+        done: list | None = None) -> dict:
+    """One closed loop, with the cyclic garbage collector off while it runs: a collection
+    of the whole heap stalls the loop for milliseconds, and every stream then reads several
+    chunks at once. What it would have collected waits for the next collection after the run."""
+    coro = closed_loop(base_url, model, prompts, sampling, concurrency, timeout_s, warmup, api,
+                       done)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return uvloop.run(coro) if uvloop is not None else asyncio.run(coro)
+    finally:
+        if collecting:
+            gc.enable()

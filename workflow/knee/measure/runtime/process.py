@@ -1,0 +1,116 @@
+"""The process runtime: the engine as a subprocess in its own process group."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from knee.measure.runtime.endpoint import Served, stopped
+
+PR_SET_PDEATHSIG = 1
+
+
+def _child_setup(cpus: list[int] | None):
+    def setup() -> None:
+        """In the child: SIGTERM us if the session process dies (even by SIGKILL); pin CPUs."""
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        except OSError:
+            pass
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+    return setup
+
+
+def split_cpus(engine_cpus: list[int] | None) -> tuple[list[int] | None, list[int] | None]:
+    """(engine CPUs, client CPUs): the client gets what the engine does not, if anything."""
+    if not engine_cpus:
+        return None, None
+    available = sorted(os.sched_getaffinity(0))
+    missing = [c for c in engine_cpus if c not in available]
+    if missing:
+        from knee.core.errors import KneeError
+        raise KneeError(f"runtime.engine_cpus: CPU {missing} not available here "
+                        f"(this process may use {available})")
+    rest = [c for c in available if c not in engine_cpus]
+    return list(engine_cpus), rest or None
+
+
+@dataclass
+class Engine(Served):
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
+    host: str
+    port: int
+    pidfile: Path | None = None
+    cpus: list[int] | None = None
+    proc: subprocess.Popen | None = None
+    inherit: bool = True  # False: env is the whole environment (knee's own is not passed on)
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env} if self.inherit else dict(self.env),
+                start_new_session=True,
+                preexec_fn=_child_setup(self.cpus),
+            )
+        if self.pidfile:
+            self.pidfile.parent.mkdir(parents=True, exist_ok=True)
+            self.pidfile.write_text(f"{self.proc.pid}\n")
+
+    def exited(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def stop(self, timeout_s: float = 30.0) -> dict:
+        """SIGTERM the process group, then SIGKILL after timeout_s. Idempotent."""
+        if self.proc is None:
+            return stopped(None, False, False, None)
+        t0 = time.monotonic()
+        already = self.proc.poll()
+        killed = False
+        if already is None:
+            kill_group(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                killed = True
+        kill_group(self.proc.pid, signal.SIGKILL)  # stragglers in the group
+        self.proc.wait()
+        if self.pidfile:
+            self.pidfile.unlink(missing_ok=True)
+        return stopped(already if already is not None else self.proc.returncode,
+                       already is not None, killed, t0)
+
+
+def kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def reap_pidfiles(run_dir: Path) -> list[int]:
+    """Kill engine process groups left behind by a session that could not clean up."""
+    killed = []
+    for pidfile in sorted(Path(run_dir).glob("*.pid")):
+        try:
+            pgid = int(pidfile.read_text().strip())
+            cmdline = Path(f"/proc/{pgid}/cmdline").read_bytes()
+        except (ValueError, OSError):
+            pidfile.unlink(missing_ok=True)
+            continue
+        if b"vllm" in cmdline:
+            kill_group(pgid, signal.SIGTERM)
+            time.sleep(2)
+            kill_group(pgid, signal.SIGKILL)
+            killed.append(pgid)
+        pidfile.unlink(missing_ok=True)
+    return killed

@@ -1,0 +1,71 @@
+"""What an instrument may do with the served engine, and nothing more (knee.instruments.spec).
+
+The session makes one Target per window; the instrument sends its requests, tokenizes its
+prompts, scrapes the metrics and records its points through it, so an instrument module never
+imports the client or a runtime, and a new instrument is one module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from knee.analyze import prom
+from knee.core import prompts
+from knee.measure import client, progress
+from knee.measure.runtime import endpoint
+from knee.measure.runtime.endpoint import Served
+
+
+@dataclass
+class Target:
+    engine: Served
+    model: dict  # the plan's model with its hashes (session.model_facts)
+    seed: int  # instruments.seed: every prompt set is drawn from it
+    timeout_s: float  # instruments.request_timeout_s
+    api: str  # the OpenAI endpoint of this window
+    sid: str = ""  # the session, named in the progress lines
+    sampling: dict | None = None  # instruments.sampling (absent: greedy)
+
+    def sampling_params(self, output_tokens: int) -> dict:
+        """The sampling of every request this window sends (knee.core.prompts.sampling_params)."""
+        return prompts.sampling_params(output_tokens, self.sampling, self.seed)
+
+    def send(self, prompt_set: list, sampling: dict, concurrency: int = 1,
+             warmup: bool = False) -> dict:
+        """One closed loop of these prompts at this concurrency (knee.measure.client.run), with a
+        progress bar on an interactive terminal."""
+        done: list = []
+        label = f"{self.sid} {'warm-up' if warmup else f'c={concurrency}'}".strip()
+        with progress.Bar(label, len(prompt_set), done):
+            return client.run(self.engine.base_url, self.model["name"], prompt_set, sampling,
+                              concurrency, self.timeout_s, warmup=warmup, api=self.api,
+                              done=done)
+
+    def tokenizer(self):
+        """text -> token ids by the served model's own tokenizer."""
+        return endpoint.tokenizer(self.engine.base_url, self.model["name"],
+                                  self.engine.check_alive)
+
+    def scrape(self) -> str:
+        """The engine's /metrics text now."""
+        return endpoint.scrape(self.engine.metrics_url)
+
+    def counters(self, *names: str) -> tuple[float, ...]:
+        """Each named counter's total over its labels in the engine's /metrics now (0 if the
+        engine has no such series)."""
+        samples = prom.parse(self.scrape(), "counter scrape")
+        return tuple(prom.total(samples, name) or 0.0 for name in names)
+
+    def check_alive(self, where: str) -> None:
+        self.engine.check_alive(where)
+
+    def record(self, result: dict, *, point, instrument: str, prompt_set: list,
+               sampling: dict, **fields) -> dict:
+        """One point of the raw file: its request profile (with this client's facts), what
+        the client measured, and the window's extra facts (`extra=`)."""
+        record = prompts.point_record(
+            result, point=point, instrument=instrument, prompts=prompt_set, sampling=sampling,
+            model=self.model, seed=self.seed, api=self.api, chunk_clock=client.CHUNK_CLOCK,
+            **fields)
+        progress.say(progress.point_line(self.sid, record))
+        return record

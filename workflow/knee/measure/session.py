@@ -1,0 +1,374 @@
+"""One container/engine session: boot -> (scrape, instrument, scrape) x N -> stop.
+
+The session is the unit of failure. Everything is written to a staging folder and moved into
+place only after the engine stopped cleanly, so a failed or interrupted session leaves no
+output that looks complete (its staging folder is kept under failed/ for inspection). The
+engine is stopped on success, failure, SIGTERM and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import shutil
+import signal
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from knee import instruments
+from knee.analyze import resolved
+from knee.analyze.folder import instrument_names
+from knee.core import jsonio, rawfiles
+from knee.core.errors import KneeError
+from knee.measure import cache, gpu, hostfacts, hostspeed, listening, progress, receipts
+from knee.measure.runtime import endpoint
+from knee.measure.runtime.external import External
+from knee.measure.runtime.process import Engine, split_cpus
+from knee.measure.runtime.target import Target
+from knee.plan import arms, engineflags, places, secrets
+from knee.plan.arms import server_argv
+
+
+def _raise_on_signal(signum, _frame):
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def session_info(plan: dict, sid: str) -> dict:
+    for s in plan["protocol"]["sessions"]:
+        if s["id"] == sid:
+            return s
+    raise KneeError(f"plan has no session {sid!r}")
+
+
+@dataclass
+class Session:
+    """One session's facts, gathered before the boot and used by every step after it."""
+
+    plan: dict
+    sid: str
+    root: Path
+    info: dict = field(init=False)
+    arm: dict = field(init=False)
+    rt: dict = field(init=False)
+    staging: Path = field(init=False)
+    log: Path = field(init=False)
+    cache_root: Path = field(init=False)
+    started: float = field(init=False)  # monotonic seconds when the session began
+    external: bool = field(init=False)  # a server knee does not boot (runtime.kind external)
+
+    def __post_init__(self) -> None:
+        self.started = time.monotonic()
+        self.info = session_info(self.plan, self.sid)
+        self.arm = self.plan["arms"][self.info["arm"]]
+        self.rt = self.plan["runtime"]
+        self.external = self.rt["kind"] == "external"
+        self.staging = self.root / ".staging" / self.sid
+        self.log = self.root / "logs" / "engine" / f"{self.sid}.log"
+        self.cache_root = Path(self.rt["cache_dir"]).resolve()
+
+    def receipt(self, kind: str, payload: dict) -> None:
+        jsonio.write(self.staging / "receipts" / f"{self.sid}-{kind}.json", kind,
+                     {"experiment": self.plan["name"], "session": self.sid, **payload})
+
+
+def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -> None:
+    """The protocol of one session: check, prepare, boot, measure every instrument, stop,
+    publish (or keep the partial data under failed/)."""
+    s = Session(jsonio.read(plan_path, "plan"), sid, root)
+    model = model_facts(s.plan["model"])
+    refuse_overwrite(root, sid)
+    preflight(s.plan, s.info["arm"])
+    # the engine environment's versions, (docker) the image receipt: digest and versions, or
+    # (external) what the servers said of themselves before the first session
+    engine_facts = jsonio.read(engine_info)
+    check_flags(s, engine_facts)
+    engine_facts = {k: v for k, v in engine_facts.items() if k != "options"}
+    if s.external:
+        engine_facts = engine_facts[s.info["arm"]]
+        arm_key, expected, snap_before = None, None, None
+    else:
+        arm_key, expected, snap_before = expect_cache(s, model, engine_facts)
+    prepare_folders(s)
+    engine_cpus, client_cpus = split_cpus(s.rt.get("engine_cpus"))
+    where = receipts.scheduler()
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+    engine, launch = make_engine(s, model, engine_facts, python, engine_cpus)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _raise_on_signal)
+    ok = False
+    try:
+        boot(s, engine, {**launch, "cpus": {"engine": engine_cpus, "client": client_cpus},
+                         "model": model, "engine": engine_facts, "scheduler": where},
+             arm_key, expected, snap_before)
+        for name in instrument_names(s.plan):
+            measure(engine, s.plan, name, sid, s.staging / "raw" / sid, model, client_cpus,
+                    engine_cpus)
+        ok = True
+    finally:
+        stop(s, engine, ok)
+    publish(s.staging, root)
+
+
+def model_facts(model: dict) -> dict:
+    """The plan's model with its hashes: the generated model's, and the tokenizer's."""
+    model = dict(model)
+    made = Path(model["path"]) / "knee-model.json"  # absent for an external server's model
+    model["sha256"] = jsonio.read(made)["sha256"] if model["generated"] and made.is_file() \
+        else None
+    tokenizer = Path(model["path"]) / "tokenizer.json"
+    model["tokenizer_sha256"] = hashlib.sha256(tokenizer.read_bytes()).hexdigest() \
+        if tokenizer.is_file() else None
+    return model
+
+
+def expect_cache(s: Session, model: dict, engine_facts: dict) -> tuple[str, dict, dict]:
+    """Whether the compile cache is expected to hit; a miss under on_cache_miss: fail stops
+    the session before anything boots."""
+    arm_key = cache.fingerprint(s.arm, model["sha256"], json.dumps(
+        [engine_facts.get("packages"), engine_facts.get("digest")]))
+    snap_before = cache.snapshot(s.cache_root)
+    expected = cache.predict(s.cache_root, arm_key, snap_before)
+    if expected["expected"] != "hit":
+        message = (f"session {s.sid}: the compile cache in {receipts.shown(s.cache_root)} is "
+                   f"expected to {'miss' if expected['expected'] == 'miss' else 'be unknown'}: "
+                   f"{expected['reason']}")
+        if s.rt["on_cache_miss"] == "fail":
+            raise KneeError(
+                f"{message}. runtime.on_cache_miss is 'fail', so nothing was booted: boot this "
+                "arm once with on_cache_miss: warn to build its cache, or point "
+                "runtime.cache_dir at a warm one")
+        print(f"warning: {message}; the boot will pay for the compile", file=sys.stderr)
+    return arm_key, expected, snap_before
+
+
+def prepare_folders(s: Session) -> None:
+    """A fresh staging folder, and the previous attempt's engine log moved aside."""
+    shutil.rmtree(s.staging, ignore_errors=True)
+    (s.staging / "raw" / s.sid).mkdir(parents=True)
+    (s.staging / "receipts").mkdir()
+    if s.log.exists():
+        s.log.rename(s.log.with_suffix(f".{int(time.time())}.log"))
+
+
+# what the engine process takes from knee's environment (locale, user, paths; nothing that
+# configures vLLM, torch or a hub): recorded in the boot receipt as env_inherited
+INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+
+
+def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
+                engine_cpus: list[int] | None) -> tuple[Engine, dict]:
+    """The engine (a process or a container) and what its boot receipt says of its launch."""
+    if s.external:
+        server = s.rt["servers"][s.info["arm"]]
+        engine = External(server["url"], server.get("metrics_url"), s.log)
+        return engine, {"argv": [], "env": {}, "external": engine.facts()}
+    port = s.rt.get("port") or endpoint.free_port(s.rt["host"])
+    if s.rt["kind"] == "docker":
+        return container_engine(s.plan, s.sid, s.arm, model, engine_facts, s.log, port,
+                                s.cache_root, engine_cpus)
+    env = {**(s.rt.get("engine") or {}).get("env", {}), **s.arm.get("env", {}),
+           "VLLM_CACHE_ROOT": str(s.cache_root)}
+    if gpu.ids(s.rt):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu.ids(s.rt)))
+    # knee's own environment is not the engine's: an exported HF_TOKEN or VLLM_* would change
+    # it unrecorded; it gets the names in INHERITED, the config's env and its secret_env
+    inherited = {k: os.environ[k] for k in INHERITED if k in os.environ}
+    secret = {k: os.environ[k] for k in s.arm.get("secret_env", []) if k in os.environ}
+    argv = server_argv(python, s.arm, model["path"], model["name"], s.rt["host"], port)
+    engine = Engine(argv=argv, env={**inherited, **secret, **env}, log=s.log, host=s.rt["host"],
+                    port=port, pidfile=s.root / ".run" / f"{s.sid}.pid", cpus=engine_cpus,
+                    inherit=False)
+    return engine, {"argv": secrets.redact_argv(argv), "env": secrets.redact_env(
+        {**env, "VLLM_CACHE_ROOT": receipts.shown(s.cache_root)}, s.arm.get("secret_env", [])),
+        "env_inherited": secrets.redact_env(inherited)}
+
+
+def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
+         snap_before: dict) -> None:
+    """Start the engine, wait until it serves, and write the cache and boot receipts (an
+    external server: wait until it answers; no compile cache is knee's to see)."""
+    cache_before = None if s.external else receipts.compile_cache(s.cache_root)
+    started = now()
+    engine.start()
+    boot_s = engine.wait_healthy(s.rt["boot_timeout_s"])
+    pair_arm = {"pair": s.info["pair"], "arm": s.info["arm"]}
+    hardware = receipts.hardware()
+    if gpu.ids(s.rt):
+        hardware["nvml"] = gpu.facts(gpu.nvml(), gpu.ids(s.rt))
+    if s.rt["kind"] == "process":
+        facts = {**facts, "listening": listening.check(
+            engine.proc.pid, s.rt["host"], engine.port, s.rt.get("internal_listeners"), s.sid)}
+    if not s.external:
+        log = s.log.read_text(errors="replace")  # read once: the cache and the engine's settings
+        cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before, log)
+        facts = {**facts, "engine_resolved": resolved.read(log)}
+    s.receipt("boot", {
+        **pair_arm, "runtime": s.rt["kind"], "started_at": started,
+        "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,
+        "server": secrets.redact_arm(s.arm), "hardware": hardware,
+        "config_sha256": s.plan["config_sha256"], "bar_sha256": s.plan["bar_sha256"],
+        "workflow": s.plan.get("workflow"),
+        "compile_cache": cache_before and after_boot(s, cache_before),
+    })
+
+
+def cache_receipt(s: Session, pair_arm: dict, boot_s: float, arm_key: str, expected: dict,
+                  snap_before: dict, log: str) -> None:
+    """What the boot did with the compile cache (its log says), against what was expected."""
+    observed = cache.observe(log, snap_before, cache.snapshot(s.cache_root))
+    cache.remember(s.cache_root, arm_key, observed["key"], now())
+    s.receipt("cache", {**pair_arm, "policy": s.rt["on_cache_miss"], "arm_fingerprint": arm_key,
+                        "expected": expected, **observed, "boot_seconds": round(boot_s, 3)})
+
+
+def after_boot(s: Session, before: dict) -> dict:
+    after = receipts.compile_cache(s.cache_root)
+    return {**before, "keys_after": after["keys"],
+            "new_keys": sorted(set(after["keys"]) - set(before["keys"]))}
+
+
+def stop(s: Session, engine: Engine, ok: bool) -> None:
+    """Stop the engine whatever happened (a second Ctrl-C cannot skip it) and write the stop
+    receipt; a failed session's staging folder is kept under failed/."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    stopped = engine.stop(s.rt["stop_timeout_s"])
+    raw = s.staging / "raw" / s.sid
+    # what the session publishes, hashed as it publishes it: the audit holds the raw files to it
+    measured = {"raw_sha256": {p.name: jsonio.sha256_file(p) for p in sorted(raw.iterdir())
+                               if p.is_file()}} if ok else {}
+    s.receipt("stop", {"stopped_at": now(), "completed": ok, "log": str(s.log), **stopped,
+                       "resources": used(s), **measured})
+    if not ok:
+        failed = s.root / "failed" / f"{s.sid}-{int(time.time())}"
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(s.staging, failed)
+        print(f"session {s.sid} failed; partial data kept in {failed}", file=sys.stderr)
+
+
+def used(s: Session) -> dict:
+    """What the session used, from start to stop: its wall time, the peak resident memory of
+    knee's session process, and of the engine where it is knee's child (process runtime: the
+    largest engine process the kernel saw exit, server or engine core); a container's memory
+    is the docker engine's to report."""
+    mib = 1024.0  # ru_maxrss is in KiB on Linux
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / mib
+    return {"wall_s": round(time.monotonic() - s.started, 3),
+            "knee_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / mib, 1),
+            "engine_peak_rss_mib": round(child, 1) if s.rt["kind"] == "process" else None}
+
+
+def container_engine(plan: dict, sid: str, arm: dict, model: dict, image: dict, log: Path,
+                     port: int, cache_root: Path, cpus: list[int] | None):
+    """The docker runtime's engine: the pinned image (checked and pulled again on this node),
+    the server listening on all of the container's interfaces, published on runtime.host."""
+    from knee.measure.runtime import docker
+
+    rt = plan["runtime"]
+    docker.pull(rt["image"])
+    cache_root.mkdir(parents=True, exist_ok=True)
+    python, *command = server_argv("python", arm, docker.MODEL_MOUNT, model["name"], "0.0.0.0",
+                                   docker.CONTAINER_PORT)
+    env = {**arm.get("env", {}), "VLLM_CACHE_ROOT": docker.CACHE_MOUNT}
+    secret_env = arm.get("secret_env", [])
+    engine = docker.Container(
+        image=image["pinned_ref"], command=command[2:],
+        env={**env, **{k: os.environ[k] for k in secret_env}}, log=log, host=rt["host"],
+        port=port, model_dir=str(Path(model["path"]).resolve()), cache_dir=str(cache_root),
+        labels={docker.LABEL_EXPERIMENT: plan["name"], docker.LABEL_SESSION: sid},
+        gpus=rt.get("gpus"), shm_size=rt.get("shm_size"), cpus=cpus,
+        name=f"knee-{plan['name']}-{sid}")
+    spec = engine.run_spec()
+    shown = {**spec, "command": secrets.redact_argv(spec["command"]),
+             "environment": secrets.redact_env(env, secret_env), "device_requests": repr(
+        spec.get("device_requests", [])), "volumes": {
+            receipts.shown(k): v for k, v in spec["volumes"].items()}}
+    return engine, {"argv": secrets.redact_argv([python, *command]),
+                    "env": secrets.redact_env(env, secret_env), "container": shown,
+                    "image_digest": image["digest"]}
+
+
+def preflight(plan: dict, arm_name: str) -> None:
+    """What this node must offer before anything boots: every secret the arm takes by
+    reference, the engine's CPUs, and a model given by path."""
+    missing = [k for k in plan["arms"][arm_name].get("secret_env", []) if not os.environ.get(k)]
+    if missing:
+        raise KneeError(f"the {arm_name} arm's secret_env: ${missing[0]} is not set in "
+                               "knee's environment; nothing was booted")
+    places.check_cpus(plan["runtime"].get("engine_cpus"), "plan.json")
+    if gpu.ids(plan["runtime"]):
+        gpu.facts(gpu.nvml(), gpu.ids(plan["runtime"]))  # NVML answers for every GPU named
+    if not plan["model"]["generated"]:
+        places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
+
+
+def check_flags(s: Session, engine_facts: dict) -> None:
+    """Before anything boots: the arm's flags are the engine's own options, in full."""
+    options = engine_facts.get("options")
+    if options:
+        version = (engine_facts.get("packages") or {}).get("vllm") or "?"
+        engineflags.check_args(s.arm.get("args") or {}, arms.OWNED_FLAGS,
+                               f"arms.{s.info['arm']}", "plan.json",
+                               frozenset(o[2:] for o in options), f"vllm {version}")
+
+
+def refuse_overwrite(root: Path, sid: str) -> None:
+    """A measurement is never overwritten, whatever asked for it (root ignores file modes)."""
+    done = [p for p in (root / "receipts" / f"{sid}-boot.json", root / "raw" / sid)
+            if p.exists() and (p.is_file() or any(p.iterdir()))]
+    if done:
+        raise KneeError(
+            f"session {sid} is already measured ({', '.join(map(str, done))}); knee never "
+            "overwrites a measurement. Something the session depends on changed since it ran "
+            "(its config section or the rule's code): to measure again use a new experiment "
+            f"name, or move {root} away.")
+
+
+def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict,
+            client_cpus: list[int] | None = None, engine_cpus: list[int] | None = None) -> None:
+    """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
+    spec, shared = instruments.get(name), plan["instruments"]
+    target = Target(engine, model, shared["seed"], shared["request_timeout_s"],
+                    spec.api or shared["api"], sid, shared.get("sampling"))
+    before = endpoint.scrape(engine.metrics_url)
+    pgid = engine.proc.pid if getattr(engine, "proc", None) else None
+    gpus = gpu.ids(plan["runtime"])
+    with hostspeed.Sampler(sorted(os.sched_getaffinity(0) | set(engine_cpus or []))) as speed, \
+            (gpu.Sampler(gpus) if gpus else nullcontext()) as clocks:
+        host_before, group_before = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
+        started = time.monotonic()
+        result = spec.run(target, plan["instruments"][name])
+        ended = time.monotonic()
+        host_after, group_after = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
+    took = ended - started
+    host = {**hostfacts.window(host_before, host_after, client_cpus),
+            "cpu_speed_during": speed.during(started, ended),
+            "engine_processes": hostfacts.group_window(group_before, group_after, took),
+            **({"gpu_during": clocks.during(started, ended)} if gpus else {})}
+    after = endpoint.scrape(engine.metrics_url)
+    engine.check_alive(f"{name} window")
+    files = rawfiles.window(out, name)  # a new session's: compressed
+    jsonio.write_text(files["prom.before"], before)
+    jsonio.write_text(files["prom.after"], after)
+    jsonio.write(files["json"], "raw", {"session": sid, **result, "host": host})
+    progress.say(f"{sid} {name} window done: {len(result['points'])} points in {took:.1f} s")
+
+
+def publish(staging: Path, root: Path) -> None:
+    """Move a finished session's files into place (file by file, each an atomic rename)."""
+    for src in sorted(p for p in staging.rglob("*") if p.is_file()):
+        dst = root / src.relative_to(staging)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(src, dst)
+    shutil.rmtree(staging, ignore_errors=True)

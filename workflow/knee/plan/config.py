@@ -1,0 +1,402 @@
+"""Load and validate an experiment config, resolve the arms, and make the plan."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from knee import instruments
+from knee.core import jsonio
+from knee.core.errors import KneeError
+from knee.core.jsonio import check
+from knee.plan import configfile, places, secrets, stopping
+from knee.plan.arms import (
+    ARMS,
+    NO_VARIABLE,
+    check_one_variable,
+    check_servers,
+    differences,
+    resolve_arms,
+    shown_variable,
+    variable_values,
+)
+
+
+def sha256_of(data: Any) -> str:
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _fill_defaults(schema: dict, data: Any, root: dict) -> None:
+    """Fill schema defaults into data in place (objects only, following $ref and properties)."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = root["$defs"][name]
+    if not isinstance(data, dict):
+        if isinstance(data, list) and isinstance(schema.get("items"), dict):
+            for item in data:
+                _fill_defaults(schema["items"], item, root)
+        return
+    for key, sub in schema.get("properties", {}).items():
+        if key not in data and "default" in sub:
+            data[key] = copy.deepcopy(sub["default"])
+        if key in data:
+            _fill_defaults(sub, data[key], root)
+
+
+def validate(config: dict, source: str = "config") -> dict:
+    """Validate a config; return a copy with defaults filled. Raises KneeError naming the key."""
+    data = copy.deepcopy(config)
+    if isinstance(data.get("bar"), dict) and "pairs" in data["bar"]:
+        raise KneeError(f"{source}: bar.pairs: {data['bar']['pairs']!r} is no longer a setting: "
+                        "every rule is decided on the interval over all pairs, at the bar's "
+                        "alpha (bar.alpha, default 0.05); delete bar.pairs")
+    schema = instruments.config_schema()
+    check("config", data, source, schema)
+    _fill_defaults(schema, data, schema)
+    check("config", data, source, schema)
+    return data
+
+
+def load_raw(path: Path | str) -> dict:
+    return configfile.load(path)
+
+
+def load(path: Path | str) -> dict:
+    return validate(load_raw(path), str(path))
+
+
+def pair_orders(pairs: int, order: str | list[str], seed: int = 0) -> list[list[str]]:
+    """The realized order of every pair: a fixed list, counterbalanced (ABBA: odd pairs as
+    control-candidate, even pairs reversed) or randomized (each pair from a seeded draw)."""
+    if isinstance(order, list):
+        return [list(order) for _ in range(pairs)]
+    ab = list(ARMS)
+    if order == "counterbalanced":
+        return [ab if pair % 2 == 0 else ab[::-1] for pair in range(pairs)]
+    import random
+
+    draw = random.Random(f"knee-order-{seed}")
+    return [ab if draw.random() < 0.5 else ab[::-1] for _ in range(pairs)]
+
+
+def sessions(orders: list[list[str]]) -> list[dict]:
+    out, previous = [], None
+    for pair, order in enumerate(orders, start=1):
+        for arm in order:
+            sid = f"{pair}-{arm}"
+            out.append({"id": sid, "pair": pair, "arm": arm, "after": previous})
+            previous = sid
+    return out
+
+
+def model_ref(config: dict) -> dict:
+    m = config["model"]
+    if "path" in m:
+        name = m.get("name") or Path(m["path"]).name
+        return {"path": m["path"], "name": name, "generated": False}
+    g = m["generate"]
+    name = f"tiny-llama-s{g['seed']}-l{g['layers']}-h{g['hidden']}"
+    # the shapes the first generator had no flag for, and config-only models, named apart
+    name += "".join(f"-{tag}{g[key]}" for key, tag in (("heads", "a"), ("kv_heads", "kv"),
+                                                       ("intermediate", "i"))
+                    if key in g and (key != "heads" or "kv_heads" in g))
+    if g.get("weights") is False:
+        name += "-noweights"
+    if "logit_scale" in g:
+        name += f"-ls{g['logit_scale']:g}".replace("+", "")
+    ref = {"path": f"resources/models/{name}", "name": m.get("name") or name, "generated": True}
+    return ref | ({"weights": "none: the engine draws random weights (load-format dummy)"}
+                  if g.get("weights") is False else {})
+
+
+def check_bar(config: dict, source: str = "config") -> None:
+    """Every bar rule must name a point its instrument measures."""
+    inst = config["instruments"]
+    for i, rule in enumerate(config["bar"]["rules"]):
+        where = f"{source}: bar.rules[{i}]"
+        if rule["instrument"] not in inst:
+            raise KneeError(f"{where}.instrument: {rule['instrument']!r} is not configured "
+                            "under instruments")
+        spec = instruments.get(rule["instrument"])
+        if rule["point"] == "all":
+            if not spec.pools or rule["metric"] != "decode_rate_p50":
+                pooling = [n for n, s in instruments.REGISTRY.items() if s.pools]
+                raise KneeError(f"{where}: {rule['metric']} at point 'all' is not a figure "
+                                "knee computes (use a single point, or decode_rate_p50 of "
+                                f"{' or '.join(pooling)})")
+            continue
+        points = spec.bar_points(inst[rule["instrument"]])
+        if rule["point"] not in points:
+            raise KneeError(f"{where}.point: {rule['point']!r} is not measured by "
+                            f"{rule['instrument']} (its points: {points})")
+
+
+def workflow_commit(repo: Path | str = ".") -> dict:
+    """The git commit of the workflow and whether the work tree differs from it. A copy of the
+    workflow without its git history (a host files are carried to) may state the commit it is
+    a copy of in KNEE_WORKFLOW_COMMIT: recorded as stated, unverified."""
+    import os
+    import subprocess
+
+    stated = os.environ.get("KNEE_WORKFLOW_COMMIT", "")
+    fallback = {"commit": stated, "dirty": None, "stated_by": "KNEE_WORKFLOW_COMMIT"} \
+        if re.fullmatch(r"[0-9a-f]{40}", stated) else {"commit": None, "dirty": None}
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=30)
+        status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain",
+                                 "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return fallback
+    if head.returncode != 0:
+        return fallback
+    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def check_depths(config: dict, arms: dict, source: str = "config") -> None:
+    """A depth plus its output must fit the server's context."""
+    depth = config["instruments"].get("depth")
+    limit = arms["control"]["args"].get("max-model-len")
+    if not depth or not isinstance(limit, int):
+        return
+    for i, d in enumerate(depth["depths"]):
+        if d + depth["output_tokens"] > limit:
+            raise KneeError(f"{source}: instruments.depth.depths[{i}]: {d} + output_tokens "
+                            f"{depth['output_tokens']} exceeds server.args.max-model-len {limit}")
+
+
+def measured_sha256(config: dict) -> str:
+    """sha256 of the config without where its sessions run (runtime.session_resources) and the
+    results' license: the same experiment on a laptop or as Slurm jobs has the same hash."""
+    kept = {k: v for k, v in config.items() if k != "license"}
+    return sha256_of({**kept, "runtime": measured_runtime(config.get("runtime") or {})})
+
+
+def measured_runtime(runtime: dict) -> dict:
+    """The runtime settings a session's measurement depends on (not where it runs)."""
+    return {k: v for k, v in runtime.items() if k != "session_resources"}
+
+
+def plan_config(config: dict, source: str, repo: Path | str) -> tuple[dict, dict]:
+    """The one way a config becomes a plan (the Snakefile and `knee plan` alike): validated
+    with its defaults, planned, and stamped with the workflow's commit."""
+    checked = validate(config, source)
+    return checked, make_plan(checked, source) | {"workflow": workflow_commit(repo)}
+
+
+def make_plan(config: dict, config_path: str = "config") -> dict:
+    check_servers(config, config_path)
+    check_no_credential(config, config_path)
+    configfile.check_reserved(config["name"], config_path)
+    arms = resolve_arms(config)
+    check_one_variable(arms, config["variable"], config_path)
+    check_bar(config, config_path)
+    check_depths(config, arms, config_path)
+    check_engine(config, arms, config_path)
+    places.check(config, config_path)
+    lo, hi = stopping.bounds(config["protocol"]["pairs"])
+    if lo > hi:
+        raise KneeError(f"{config_path}: protocol.pairs: min {lo} is more than max {hi}")
+    prediction = prediction_ref(config["prediction"], config_path) \
+        if "prediction" in config else None
+    return plan_of(config, config_path, prediction)
+
+
+def check_no_credential(config: dict, source: str) -> None:
+    """No key or text anywhere in the config looks like a credential: every field reaches the
+    plan, and from it the receipts, the README and the crate."""
+    hit = secrets.found_in(config)
+    if hit:
+        where, why = hit
+        raise KneeError(f"{source}: {where}: looks like a credential ({why}); a config is "
+                        "written into the plan, the receipts and the README, so a secret never "
+                        "goes into one: name it in server.secret_env and set it in knee's "
+                        "environment")
+
+
+def plan_of(config: dict, config_path: str, prediction: dict | None = None) -> dict:
+    """The plan of a checked config (no check, nothing read: the audit re-makes a folder's
+    plan from its copy of the config with it); `prediction` is the registered reference of a
+    verification run's recommendation."""
+    protocol = config["protocol"]
+    planned = sessions(pair_orders(stopping.bounds(protocol["pairs"])[1], protocol["order"],
+                                   protocol["seed"]))
+    plan = {
+        "name": config["name"],
+        "question": config.get("question", ""),
+        **({"license": config["license"]} if "license" in config else {}),
+        "config_file": config_path,
+        "config_sha256": measured_sha256(config),
+        "variable": config["variable"],
+        "arms": resolve_arms(config),
+        "model": model_ref(config),
+        "runtime": config["runtime"],
+        "protocol": {**protocol, "sessions": planned},
+        "instruments": config["instruments"],
+        "analysis": config["analysis"],
+        "bar": config["bar"],
+    }
+    if prediction is not None:
+        plan["prediction"] = prediction
+    plan["bar_sha256"] = registered_bar_sha256(plan)
+    if isinstance(protocol["pairs"], dict):
+        plan["protocol"]["stopping"] = stopping.RULE
+    return plan
+
+
+def registered_bar_sha256(plan: dict) -> str:
+    """The bar's sha256 as registered in a plan, recomputed from the plan's own content."""
+    bar = {**plan["bar"], "prediction": plan["prediction"]} if "prediction" in plan \
+        else plan["bar"]
+    return bar_sha256(bar, plan["protocol"]["sessions"], plan["protocol"]["pairs"])
+
+
+def prediction_ref(path: str, source: str) -> dict:
+    """The recommendation a verification run checks: its file and sha256 (registered)."""
+    try:
+        data = Path(path).read_bytes()
+        rec = json.loads(data)
+    except (OSError, ValueError) as e:
+        raise KneeError(f"{source}: prediction: {path!r}: unreadable ({e})") from None
+    if not isinstance(rec, dict) or rec.get("schema") != "knee/recommendation" \
+            or rec.get("status") != "recommended":
+        raise KneeError(f"{source}: prediction: {path!r} is not a recommendation written by "
+                        "`knee recommend`")
+    return {"file": path, "sha256": hashlib.sha256(data).hexdigest()}
+
+
+PLANNED = ("question", "variable", "arms", "model", "runtime", "protocol", "instruments",
+           "analysis", "bar")
+
+
+def measured(root: Path | str) -> bool:
+    return any((Path(root) / "receipts").glob("*-boot.json"))
+
+
+def plan_fixed(root: Path | str) -> bool:
+    """Whether plan.json is what booted sessions were measured under (then nothing makes it
+    again)."""
+    return (Path(root) / "plan.json").is_file() and measured(root)
+
+
+def planned_part(plan: dict) -> dict:
+    """What a plan measures (not where its sessions run)."""
+    return {k: plan.get(k) for k in PLANNED} | {
+        "runtime": measured_runtime(plan.get("runtime") or {})}
+
+
+def check_bound(plan: dict, root: Path | str, source: str) -> None:
+    """A results folder belongs to the config in its plan.json: once a session has booted
+    there, another config under the same name is refused."""
+    path = Path(root) / "plan.json"
+    if not path.is_file() or not measured(root):
+        return
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise KneeError(f"{path}: unreadable ({e}); knee does not plan over a measured "
+                        "experiment") from None
+    if old.get("config_sha256") == plan["config_sha256"]:
+        return
+    diffs = differences(planned_part(old), planned_part(plan))
+    shown = "\n  ".join(f"{k}: measured={a!r} now={b!r}" for k, a, b in diffs[:8])
+    raise KneeError(
+        f"{source}: {root} was measured from another config ({old.get('config_file')}, sha256 "
+        f"{str(old.get('config_sha256'))[:12]}; this one is {plan['config_sha256'][:12]}); a "
+        "measured experiment is never re-planned: give this config a name of its own "
+        f"(name: in the file, or --config name=NEW). What differs:\n  {shown}")
+
+
+def write_plan(path: Path | str, plan: dict) -> None:
+    """plan.json, written before the first boot; after it only ever written again unchanged."""
+    path = Path(path)
+    if path.is_file() and measured(path.parent):
+        old = json.loads(path.read_text())
+        fresh = json.loads(json.dumps(plan))
+        if {k: v for k, v in old.items() if k in fresh and k != "workflow"} != \
+                {k: v for k, v in fresh.items() if k != "workflow"}:
+            raise KneeError(f"{path}: a session has booted under this plan; knee never "
+                            "re-plans a measured experiment (measure it under a new name)")
+        return  # the same plan: it keeps the commit that planned it
+    jsonio.write(path, "plan", plan)
+
+
+def bar_sha256(bar: dict, planned: list[dict], pairs: int | dict | None = None) -> str:
+    """What is registered before the first boot: the bar (its rules and alpha), the realized
+    session order and, when the run stops by precision, the stopping rule."""
+    registered = {"bar": bar, "order": [s["id"] for s in planned]}
+    if isinstance(pairs, dict):
+        registered["stopping"] = {**pairs, "rule": stopping.RULE}
+    return sha256_of(registered)
+
+
+def model_args(config: dict) -> str:
+    """The tiny-model generator's flags (numbers only, from the validated config)."""
+    g = config["model"].get("generate", {})
+    flags = {"seed": g.get("seed"), "layers": g.get("layers"), "hidden": g.get("hidden"),
+             "heads": g.get("heads"), "kv-heads": g.get("kv_heads"),
+             "intermediate": g.get("intermediate"), "vocab-size": g.get("vocab_size"),
+             "max-len": g.get("max_len")}
+    out = " ".join(f"--{k} {int(v)}" for k, v in flags.items() if v is not None)
+    if "logit_scale" in g:
+        out += f" --logit-scale {float(g['logit_scale'])!r}"
+    return out + (" --no-weights" if g.get("weights") is False else "")
+
+
+def check_engine(config: dict, arms: dict, source: str) -> None:
+    """A config-only model is served by an engine that draws its weights (load-format dummy);
+    an engine environment and GPUs belong to the process runtime."""
+    rt = config["runtime"]
+    if "engine" in rt and rt["kind"] != "process":
+        raise KneeError(f"{source}: runtime.engine: only the process runtime boots an engine "
+                        f"environment of knee's choosing, not {rt['kind']!r}")
+    gpus = rt.get("gpus")
+    if rt["kind"] == "process" and gpus is not None and not (
+            isinstance(gpus, list) and gpus and all(type(g) is int for g in gpus)):
+        raise KneeError(f"{source}: runtime.gpus: {gpus!r}: the process runtime takes a list of "
+                        "GPU ids, e.g. [0] (CUDA_VISIBLE_DEVICES)")
+    if config["model"].get("generate", {}).get("weights") is False:
+        for arm, server in arms.items():
+            if server.get("args", {}).get("load-format") != "dummy":
+                raise KneeError(
+                    f"{source}: model.generate.weights: false writes no weights, so the "
+                    f"engine must draw them: arms.{arm} needs server.args load-format: dummy "
+                    f"(it has {server.get('args', {}).get('load-format')!r})")
+
+
+def describe(plan: dict) -> str:
+    """A short human summary of a plan (shown by every invocation, dry runs included)."""
+    values = variable_values(plan)
+    sweep = plan["instruments"]["sweep"]
+    fixture = plan["instruments"].get("fixture")
+    rules = "; ".join(
+        f"{r['name']}: {r['instrument']} {r['metric']} @ {r['point']} "
+        + (f"within ±{r['within_pct']}%" if "within_pct" in r else f">= +{r['min_gain_pct']}%")
+        for r in plan["bar"]["rules"])
+    change = (f"  variable {shown_variable(plan['variable'])}: control={values['control']!r} "
+              f"candidate={values['candidate']!r}" if plan["variable"] != NO_VARIABLE else
+              "  variable none: an A/A experiment, both arms identical")
+    lo, hi = stopping.bounds(plan["protocol"]["pairs"])
+    pairs = f"{hi} pairs" if lo == hi else f"{lo} to {hi} pairs, stopping by precision"
+    lines = [
+        f"knee plan: experiment {plan['name']} ({plan['runtime']['kind']} runtime, "
+        f"model {plan['model']['name']})",
+        change,
+        f"  sessions ({pairs}, {order_name(plan['protocol']['order'])} order): "
+        + " -> ".join(s["id"] for s in plan["protocol"]["sessions"]),
+        f"  sweep: concurrency {sweep['concurrency']} x {sweep['runs']} runs"
+        + (f"; fixture: {fixture['classes']} x {fixture['requests']}" if fixture else ""),
+        f"  bar (alpha {plan['bar']['alpha']}, sha256 {plan['bar_sha256'][:12]}): "
+        + rules,
+    ]
+    return "\n".join(lines)
+
+
+def order_name(order: str | list[str]) -> str:
+    return order if isinstance(order, str) else "fixed " + "-".join(order)

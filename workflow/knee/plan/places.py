@@ -1,0 +1,178 @@
+"""The paths and CPUs a config names, checked against this machine before anything runs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from knee.core import jsonio, prompts
+from knee.core.errors import KneeError
+from knee.plan.arms import resolve_arms
+
+# directories a config must never hand to the engine (read, or mount read-write)
+SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/root", "/run",
+          "/sbin", "/srv", "/sys", "/usr", "/var/lib", "/var/run")
+
+
+def inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_dir(value: str, key: str, source: str) -> Path:
+    """A directory setting: never the root, a top-level or system directory, the working
+    directory, the home directory or one that contains them."""
+    path = (Path.cwd() / value).resolve()
+    reason = None
+    if len(path.parts) <= 2:
+        reason = "the root or a top-level directory"
+    elif any(inside(path, Path(s)) for s in SYSTEM):
+        reason = "a system directory"
+    elif inside(Path.cwd().resolve(), path):
+        reason = "the working directory or one that contains it"
+    elif inside(Path.home().resolve(), path):
+        reason = "the home directory or one that contains it"
+    if reason:
+        raise KneeError(f"{source}: {key}: {value!r} resolves to {path}, {reason}: point it at "
+                        "a directory of its own")
+    return path
+
+
+CACHE_HOME = Path("resources")  # knee's own folders, in the working directory
+NOT_FOR_CACHES = ("/var", "/opt", "/home", "/snap", "/nix", "/mnt/wsl")
+CACHE_PLACES = ("/var/cache", "/var/tmp")  # where the file system hierarchy puts caches
+
+
+def check_cache_dir(value: str, source: str) -> Path:
+    """runtime.cache_dir: under knee's resources/ (not its models or engine), or an absolute
+    path outside system, home, repository and results trees."""
+    path = check_dir(value, "runtime.cache_dir", source)
+    cwd, own = Path.cwd().resolve(), (Path.cwd() / CACHE_HOME).resolve()
+    reason = None
+    if inside(path, cwd):
+        if path == own or not inside(path, own) or any(
+                inside(path, own / p) for p in ("models", "engine-venv")):
+            reason = ("inside the repository but not a folder of its own under resources/ "
+                      "(e.g. resources/vllm-cache)")
+    elif (any(inside(path, Path(s)) for s in NOT_FOR_CACHES) or inside(path, Path.home())) \
+            and not any(inside(path, Path(s)) for s in CACHE_PLACES):
+        reason = "inside a system or home directory"
+    elif any((p / "plan.json").is_file() for p in (path, *path.parents)):
+        reason = "inside a results folder"
+    if reason:
+        raise KneeError(f"{source}: runtime.cache_dir: {value!r} resolves to {path}, {reason}: "
+                        "every engine writes it (a container mounts it read-write); use "
+                        "resources/<name> or an absolute path of its own, e.g. /tmp/vllm-cache")
+    return path
+
+
+def check_model_dir(value: str, key: str, source: str) -> None:
+    """A model given by path is a directory holding the model's config.json."""
+    path = check_dir(value, key, source)
+    if not (path / "config.json").is_file():
+        what = "does not exist" if not path.exists() else "holds no config.json"
+        raise KneeError(f"{source}: {key}: {value!r} {what}: a model is a directory with its "
+                        "config.json, weights and tokenizer")
+
+
+def check_prompts(fixture: dict, source: str, max_model_len: int | None = None) -> None:
+    folder = check_dir(fixture["prompt_dir"], "instruments.fixture.prompt_dir", source)
+    if not folder.is_dir():
+        raise KneeError(f"{source}: instruments.fixture.prompt_dir: {fixture['prompt_dir']!r} "
+                        "is not a directory")
+    for i, name in enumerate(fixture["classes"]):
+        if not any(p.is_file() for p in (folder / name).glob("*.txt")):
+            have = sorted(p.name for p in folder.iterdir() if p.is_dir())
+            raise KneeError(f"{source}: instruments.fixture.classes[{i}]: {name!r} has no "
+                            f"prompts ({fixture['prompt_dir']}/{name}/*.txt); classes there: "
+                            f"{have}")
+        try:
+            for path in prompts.class_files(folder, name):
+                prompts.read_prompt(path, max_model_len)
+        except KneeError as e:
+            raise KneeError(f"{source}: {e}") from None
+
+
+def check_cpus(cpus: list[int] | None, source: str) -> None:
+    usable = sorted(os.sched_getaffinity(0))
+    for i, cpu in enumerate(cpus or []):
+        if cpu not in usable:
+            raise KneeError(f"{source}: runtime.engine_cpus[{i}]: CPU {cpu} is not one this "
+                            f"machine lets knee use ({usable})")
+
+
+REQUIREMENTS_LIMIT = 64 * 1024
+PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.+!_-]+"
+                    r"(\s*;[^#]*?)?(\s+--hash=sha256:[0-9a-f]{64})*$")
+
+
+def requirements_path(value: str, source: str) -> Path:
+    """A requirements file of the repository: a regular file inside the working directory
+    (links resolved); read with jsonio's bounded reads, at most REQUIREMENTS_LIMIT bytes."""
+    key, path = "runtime.engine.requirements", (Path.cwd() / value).resolve()
+    if not inside(path, Path.cwd().resolve()):
+        raise KneeError(f"{source}: {key}: {value!r} resolves to {path}, outside the working "
+                        "directory: the file is part of the experiment, so it lives in the "
+                        "repository (e.g. envs/gpu-engine.txt)")
+    if not path.is_file():
+        raise KneeError(f"{source}: {key}: {value!r} is not a regular file")
+    return path
+
+
+def check_requirements(value: str, source: str) -> None:
+    """Every line of an engine's requirements file names one package at one exact version: no
+    ranges, URLs, options or nested files, so the file says what the environment holds."""
+    where = f"{source}: runtime.engine.requirements: {value!r}"
+    text = jsonio.read_text(requirements_path(value, source), REQUIREMENTS_LIMIT)
+    pins = 0
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
+        if not line:
+            continue
+        if line.startswith("-"):
+            raise KneeError(f"{where}: line {i}: {line!r} is not a pinned requirement (an "
+                            "option or a nested file; name every package with its version)")
+        if not PINNED.match(line):
+            raise KneeError(f"{where}: line {i}: {line!r} pins no exact version "
+                            "(write name==version)")
+        pins += 1
+    if not pins:
+        raise KneeError(f"{where}: pins nothing: name every package as name==version")
+
+
+def engine_home(engine: dict) -> str:
+    """Where knee builds the environment of a requirements file: named by the file's sha256."""
+    data = jsonio.read_bytes(requirements_path(engine["requirements"], "config"),
+                             REQUIREMENTS_LIMIT)
+    return f"resources/engine-{hashlib.sha256(data).hexdigest()[:12]}"
+
+
+def engine_python(engine: dict) -> str:
+    """The Python of runtime.engine: the one named, or the one built from its requirements."""
+    return engine["python"] if "python" in engine else f"{engine_home(engine)}/bin/python"
+
+
+def check(config: dict, source: str) -> None:
+    """Every path and CPU of a validated config, on this machine. A session run elsewhere (a
+    Slurm job) checks its model and CPUs again on its node before it boots."""
+    rt = config["runtime"]
+    if rt["kind"] == "docker" and "image" not in rt:
+        raise KneeError(f"{source}: runtime.image: the docker runtime needs an image "
+                        "({ref, digest}) to boot")
+    check_cache_dir(rt["cache_dir"], source)
+    if "requirements" in rt.get("engine", {}):
+        check_requirements(rt["engine"]["requirements"], source)
+    fixture = config["instruments"].get("fixture")
+    if fixture:
+        lens = [n for arm in resolve_arms(config).values()
+                if isinstance(n := arm["args"].get("max-model-len"), int)]
+        check_prompts(fixture, source, min(lens, default=None))
+    path = config["model"].get("path")
+    if path is not None:
+        if rt["kind"] == "process":
+            check_model_dir(path, "model.path", source)
+        elif rt["kind"] == "docker":  # mounted into the container
+            check_dir(path, "model.path", source)
+    if "session_resources" not in rt:
+        check_cpus(rt.get("engine_cpus"), source)

@@ -1,0 +1,350 @@
+"""Audit a results folder and trace a published number back to what produced it.
+
+Offline by construction: recomputes from raw files through the same code paths as the
+workflow (analysis, comparison, bar, README), never imports the runtime or the client.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from knee.analyze import compare, prom
+from knee.analyze.folder import (
+    decide,
+    instrument_names,
+    judge_bar,
+    load_receipts,
+    load_sessions,
+    prediction_path,
+    realized_pairs,
+    realized_path,
+    realized_sessions,
+    recommendation_of,
+    session_receipts,
+    window_metrics,
+)
+from knee.core import jsonio, rawfiles
+from knee.core.errors import KneeError
+from knee.core.jsonio import sha256_file
+from knee.publish import evidence, readme, rendered, tables
+from knee.publish.evidence import diff
+
+MANIFEST = "MANIFEST.sha256"
+CRATE = "ro-crate-metadata.json"
+LISTED = ("plan.json", "README.md", "receipts", "raw", "protocol", "comparison", "figures",
+          "workflow", "ro-crate-metadata.json")
+
+
+def manifest_lines(root: Path) -> list[str]:
+    """sha256sum-compatible lines for every raw and derived file of an experiment."""
+    files = []
+    for name in LISTED:
+        p = root / name
+        files += [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
+    return [f"{sha256_file(f)}  {f.relative_to(root).as_posix()}" for f in files
+            if not f.name.startswith(".")]
+
+
+def check_manifest(root: Path) -> list[str]:
+    path = root / MANIFEST
+    if not path.is_file():
+        return [f"{path}: missing"]
+    problems, listed = [], set()
+    for n, line in enumerate(jsonio.read_text(path).splitlines(), 1):
+        digest, _, name = line.partition("  ")
+        listed.add(name)
+        try:
+            f = jsonio.in_folder(root, name)
+        except KneeError as e:
+            problems.append(f"{path}:{n}: {e}")
+            continue
+        if not f.is_file():
+            problems.append(f"{path}:{n}: {name} is listed but missing")
+        elif sha256_file(f) != digest:
+            problems.append(f"{path}:{n}: {name} does not match its sha256 (changed after "
+                            "the manifest was written)")
+    for line in manifest_lines(root):
+        name = line.split("  ", 1)[1]
+        if name not in listed and name != MANIFEST:
+            problems.append(f"{path}: {name} is not listed")
+    return problems
+
+
+def check_crate(root: Path) -> list[str]:
+    """The RO-Crate's files and their sha256 against MANIFEST.sha256 (which check_manifest
+    holds against the files themselves)."""
+    path, manifest = root / CRATE, root / MANIFEST
+    if not path.is_file():
+        return [f"{CRATE}: missing (re-render: knee crate)"]
+    if not manifest.is_file():
+        return []
+    try:
+        files = [e for e in jsonio.read(path)["@graph"]
+                 if "File" in ([e["@type"]] if isinstance(e["@type"], str) else e["@type"])]
+    except (KeyError, TypeError) as e:
+        return [f"{CRATE}: not an RO-Crate ({type(e).__name__}: {e})"]
+    described = {e.get("@id"): e.get("sha256") for e in files}
+    listed = dict(reversed(line.split("  ", 1)) for line in
+                  jsonio.read_text(manifest).splitlines() if "  " in line)
+    listed.pop(CRATE, None)
+    problems = []
+    for name in sorted(set(listed) | set(described)):
+        if name not in described:
+            problems.append(f"{CRATE}: {name} is listed in {MANIFEST} but not in the crate")
+        elif name not in listed:
+            problems.append(f"{CRATE}: describes {name}, which {MANIFEST} does not list")
+        elif described[name] != listed[name]:
+            problems.append(f"{CRATE}: {name}: sha256 {str(described[name])[:12]} != "
+                            f"{MANIFEST}'s {listed[name][:12]}")
+    return problems
+
+
+LIMITS = (
+    "What one folder cannot prove about itself: receipts and raw files forged together, "
+    "consistently with each other, with plan.json and with the config copy, pass (nothing in "
+    "the folder is signed); that the bar was registered before the first boot is shown by the "
+    "boot receipts, written by the sessions, and by git where the folder lies in a repository "
+    "(the git note).")
+
+
+def audit(root: Path) -> list[str]:
+    """Everything that disagrees, as lines naming the file and the field; empty if all agree."""
+    return examine(root)[0]
+
+
+def examine(root: Path) -> tuple[list[str], list[str]]:
+    """(problems, notes): what disagrees, and what the folder could not be checked for."""
+    root = Path(root)
+    plan = jsonio.read(root / "plan.json", "plan")
+    loaded = load_sessions(plan, root)
+    order = [(s["id"], loaded[(s["pair"], s["arm"])]) for s in realized_sessions(plan, root)]
+    problems, notes = check_sessions(root, plan, order)
+    problems = check_manifest(root) + check_crate(root) + problems
+    boots = [session["boot"] for _, session in order]
+    problems += check_order(root, plan, boots)
+    problems += check_looks(root, plan)
+    windows, sources = [], []
+    for sid, session in order:
+        for inst in instrument_names(plan):
+            fresh, stored = check_window(root, sid, inst, session, plan)
+            problems += fresh
+            windows.append(stored)
+            sources.append(f"results/{plan['name']}/raw/{sid}/{inst}.metrics.json")
+    comparison = compare.compare(plan, loaded)
+    stored = jsonio.read(root / "comparison" / "comparison.json", "comparison")
+    problems += [f"comparison/comparison.json#{p}: differs from the recomputation"
+                 for p in diff({k: stored.get(k) for k in comparison}, comparison)]
+    problems += tables.check(root, stored, loaded)
+    bar = judge_bar(plan, comparison, boots)
+    stored_bar = jsonio.read(root / "comparison" / "bar.json", "bar")
+    problems += [f"comparison/bar.json#{p}: differs from the recomputation"
+                 for p in diff({k: stored_bar.get(k) for k in bar}, bar)]
+    acceptance = {"windows": prom.acceptance_table(windows, sources)}
+    problems += rendered.check(root, plan, comparison, bar, acceptance["windows"])
+    problems += check_recommendation(root, plan)
+    text = readme.render(plan, comparison, bar, boots, acceptance,
+                         **session_receipts(plan, root), root=root,
+                         recommendation=recommendation_of(root))
+    notes += evidence.git_history(root, plan)
+    return problems + check_readme(root, text), list(dict.fromkeys(notes))
+
+
+def check_sessions(root: Path, plan: dict, order: list[tuple[str, dict]]) -> \
+        tuple[list[str], list[str]]:
+    """The plan against its config, every boot against the plan's arm and the registered bar,
+    every raw file against its session and boot."""
+    boots = {sid: session["boot"] for sid, session in order}
+    problems, notes = evidence.registration(root, plan, boots)
+    problems += evidence.booted_as_planned(plan, realized_sessions(plan, root), boots)
+    stops = load_receipts(plan, root, "stop")
+    digest = (plan["runtime"].get("image") or {}).get("digest")
+    for sid, boot in boots.items():
+        if digest and boot.get("image_digest") != digest:
+            problems.append(f"receipts/{sid}-boot.json: image_digest {boot.get('image_digest')}"
+                            f" != plan.json runtime.image.digest {digest}")
+        p, n = evidence.bound_to_session(root, plan, sid, boot, stops.get(sid),
+                                           instrument_names(plan))
+        problems += p
+        notes += n
+    return problems, notes
+
+
+def check_window(root: Path, sid: str, inst: str, session: dict, plan: dict) -> \
+        tuple[list[str], dict]:
+    """One window's metrics recomputed from its raw file and scrapes, against the stored."""
+    path = root / "raw" / sid / f"{inst}.metrics.json"
+    files = rawfiles.window(root / "raw" / sid, inst)
+    before, after = files["prom.before"], files["prom.after"]
+    stored = jsonio.read(path, "metrics")
+    try:
+        fresh = window_metrics(session["raw"][inst], session["boot"], before, after,
+                               plan["analysis"]["knee_threshold"])
+    except KneeError as e:
+        return [f"{path}: cannot be recomputed: {e}"], stored
+    return [f"{path}#{p}: differs from the recomputation" for p in
+            diff({k: stored.get(k) for k in fresh}, fresh)], stored
+
+
+def check_readme(root: Path, text: str) -> list[str]:
+    """README.md against its rendering from the recomputed files, line by line."""
+    problems = []
+    published = (root / "README.md").read_text().splitlines()
+    differing = [(n, a, b) for n, (a, b) in
+                 enumerate(zip(published, text.splitlines(), strict=False), 1) if a != b]
+    for n, a, b in differing[:10]:
+        problems.append(f"README.md:{n}: differs from the recomputation: {a!r} != {b!r}")
+    if len(differing) > 10:
+        problems.append(f"README.md: {len(differing) - 10} more lines differ")
+    if len(published) != len(text.splitlines()):
+        problems.append(f"README.md: {len(published)} lines, recomputation has "
+                        f"{len(text.splitlines())}")
+    return problems
+
+
+def check_prediction(plan: dict, root: Path | None = None) -> list[str]:
+    """A verification run's registered prediction is still the file it was run against."""
+    ref = plan.get("prediction")
+    if not ref:
+        return []
+    path = prediction_path(plan, root) if root else Path(ref["file"])
+    if not path.is_file():
+        return [f"plan.json#/prediction: {ref['file']} is missing (the verification cannot be "
+                "shown against its prediction)"]
+    digest = sha256_file(path)
+    if digest != ref["sha256"]:
+        return [f"plan.json#/prediction: {ref['file']} has sha256 {digest[:12]}, "
+                f"the run registered {ref['sha256'][:12]}: the prediction changed after the "
+                "run"]
+    return []
+
+
+def check_recommendation(root: Path, plan: dict) -> list[str]:
+    """recommend/: the recommendation recomputed from the raw files, and its README,
+    verify.yaml and figure rendered again, equal to what is published."""
+    from knee.publish import recommend_out, recommend_report
+
+    problems = check_prediction(plan, root)
+    folder = recommend_out.folder(root)
+    if not folder.is_dir():
+        return problems
+    fresh = recommend_out.make(plan, root)
+    stored = jsonio.read(folder / "recommendation.json", "recommendation")
+    problems += [f"recommend/recommendation.json#{p}: differs from the recomputation"
+                 for p in diff({k: stored.get(k) for k in fresh}, fresh)]
+    texts = {"README.md": recommend_report.readme(stored, plan),
+             "verify.yaml": recommend_out.verify_text(stored, plan,
+                                                      recommend_out.config_of(root))}
+    for name, text in texts.items():
+        if (folder / name).read_text() != text:
+            problems.append(f"recommend/{name}: differs from the recomputation")
+    return problems + rendered.recommend_figure(root, stored)
+
+
+def check_order(root: Path, plan: dict, boots: list[dict]) -> list[str]:
+    """The sessions ran in the planned order: each boot started after the previous stop."""
+    problems = []
+    for s, boot in zip(realized_sessions(plan, root), boots, strict=True):
+        if s["after"] is None:
+            continue
+        stop = jsonio.read(root / "receipts" / f"{s['after']}-stop.json", "stop")
+        if boot["started_at"] < stop["stopped_at"]:
+            problems.append(f"receipts/{s['id']}-boot.json: started_at {boot['started_at']} is "
+                            f"before {s['after']} stopped ({stop['stopped_at']}): the sessions "
+                            "did not run in the planned order")
+    return problems
+
+
+def check_looks(root: Path, plan: dict) -> list[str]:
+    """Stopping by precision: every look recomputed from the raw files it saw."""
+    path = realized_path(root)
+    if not path.exists():
+        return []
+    problems = []
+    for d in jsonio.read(path, "realized")["decisions"]:
+        look = root / "protocol" / f"after-pair-{d['pairs']}.json"
+        stored = jsonio.read(look, "decision")
+        fresh = decide(plan, root, d["pairs"])
+        problems += [f"protocol/{look.name}#{p}: differs from the recomputation"
+                     for p in diff({k: stored.get(k) for k in fresh}, fresh)]
+    return problems
+
+
+LINK = re.compile(r"\[([^\]]*)\]\(([^)#]+)#([^)]*)\)")
+
+
+def trace(root: Path, query: str) -> list[str]:
+    """The chain behind a README number (or a file#pointer): derived -> raw -> boot -> config."""
+    root = Path(root)
+    plan = jsonio.read(root / "plan.json", "plan")
+    hits = []
+    if "#" in query:
+        hits.append(("(given)", *query.split("#", 1)))
+    else:
+        for n, line in enumerate(jsonio.read_text(root / "README.md").splitlines(), 1):
+            for text, target, pointer in LINK.findall(line):
+                if query in text:
+                    hits.append((f"README.md:{n}", target, pointer))
+    if not hits:
+        raise KneeError(f"{root}/README.md: no linked number matches {query!r}")
+    out = []
+    for where, target, pointer in hits:
+        doc = jsonio.read(jsonio.in_folder(root, target))
+        try:
+            value = resolve(doc, pointer)
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise KneeError(f"{where}: {target}#{pointer}: no such value in {target}") from None
+        out.append(f"{where} -> {target}#{pointer} = {value!r}")
+        out += [f"  {line}" for line in provenance(root, plan, target, doc, pointer)]
+    return out
+
+
+def resolve(doc, pointer: str):
+    for part in [p for p in pointer.split("/") if p]:
+        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+    return doc
+
+
+def provenance(root: Path, plan: dict, target: str, doc: dict, pointer: str) -> list[str]:
+    parts = [p for p in pointer.split("/") if p]
+    row = None
+    if target.endswith("comparison.json") and parts[:1] == ["rows"]:
+        row = doc["rows"][int(parts[1])]
+    elif target.endswith("bar.json") and parts[:1] == ["rules"]:
+        rule = doc["rules"][int(parts[1])]
+        pair = doc["rules"][int(parts[1])]["per_pair"][int(parts[3])]["pair"] \
+            if parts[2:3] == ["per_pair"] else "all"
+        row = {**rule, "pair": pair}
+    lines = []
+    if row is not None:
+        pairs = [row["pair"]] if row["pair"] != "all" else range(
+            1, realized_pairs(plan, root) + 1)
+        for pair in pairs:
+            for arm in ("control", "candidate"):
+                sid = f"{pair}-{arm}"
+                path = rawfiles.stored(root / "raw" / sid, f"{row['instrument']}.json")
+                raw = jsonio.read(path, "raw")
+                pts = [p for p in raw["points"] if str(row["point"]) in ("all", str(p["point"]))]
+                n = sum(len(p["records"]) for p in pts)
+                fps = sorted({p["profile"]["prompt_sha256"][:16] for p in pts})
+                lines.append(f"{rawfiles.shown(root, path)}: {len(pts)} point run(s), "
+                             f"{n} request records, prompt sha256 {', '.join(fps)}")
+                lines += boot_lines(root, sid)
+    elif "/raw/" in f"/{target}":
+        sid = Path(target).parent.name
+        lines.append(f"scrapes: {', '.join(doc.get('scrapes', []))}")
+        lines += boot_lines(root, sid)
+    wf = plan.get("workflow", {})
+    lines.append(f"plan.json: config {plan['config_file']} sha256 {plan['config_sha256']}, "
+                 f"bar sha256 {plan['bar_sha256'][:16]}, workflow commit "
+                 f"{wf.get('commit', 'unknown')}{' (dirty)' if wf.get('dirty') else ''}")
+    return lines
+
+
+def boot_lines(root: Path, sid: str) -> list[str]:
+    boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
+    pkgs = ", ".join(f"{k} {v}" for k, v in boot["engine"]["packages"].items() if v)
+    return [f"receipts/{sid}-boot.json: {boot['runtime']} runtime, image digest "
+            f"{boot.get('image_digest') or 'n/a'}, model sha256 "
+            f"{(boot['model'].get('sha256') or 'n/a')[:16]}, {pkgs}",
+            f"  argv: {' '.join(boot['argv'])}"]

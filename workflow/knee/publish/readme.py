@@ -1,0 +1,277 @@
+"""The results README and comparison.md, rendered from derived files (jinja2)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from knee import instruments
+from knee.analyze import compare, inference, recommend_parts
+from knee.analyze.folder import prediction_path
+from knee.core import jsonio
+from knee.plan import stopping
+from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
+from knee.plan.config import order_name
+from knee.publish import mdtext
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+
+
+def fmt(x) -> str:
+    """Two decimals, or four significant digits for small values (TTFT in seconds)."""
+    if x is None:
+        return "–"
+    return f"{x:.4g}" if abs(x) < 10 else f"{x:.2f}"
+
+
+def ms(hist: dict | None) -> str:
+    """A server histogram's window mean, in milliseconds."""
+    return "–" if not hist or hist.get("mean") is None else f"{hist['mean'] * 1000:.2f}"
+
+
+def positions(rates: list[float], at: str) -> str:
+    """Per-position rates, each linked to its place in the file."""
+    return ", ".join(f"[{r:.2f}]({at}/{i})" for i, r in enumerate(rates))
+
+
+def in_folder(path) -> str:
+    """A window's file as the README links it: relative to the results folder
+    (raw/<session>/<file>), whatever the folder is called or where it lies."""
+    return "/".join(Path(path).parts[-3:])
+
+
+def pctf(x) -> str:
+    return "–" if x is None else f"{x:+.2f}%"
+
+
+def headline(comparison: dict, bar: dict) -> str:
+    if comparison["verdict"] != "VALID":
+        return "comparison INVALID: the arms did not see the same requests"
+    verdict = f"bar {bar['verdict']}"
+    if bar["verdict"] == "INCONCLUSIVE":
+        needed = [r.get("pairs_needed") for r in bar["rules"] if r["verdict"] == "INCONCLUSIVE"]
+        verdict += (f" (about {max(needed)} pairs would resolve it)" if None not in needed
+                    else " (more pairs would not resolve every rule at these estimates)")
+    gains = [r for r in comparison["rows"] if r["instrument"] == "sweep" and r["pair"] == "all"
+             and r["metric"] == "throughput" and r["delta_pct"] is not None]
+    if not gains:
+        return verdict
+    best = max(gains, key=lambda r: abs(r["delta_pct"]))
+    at = f"comparison/comparison.json#/rows/{comparison['rows'].index(best)}/delta_pct"
+    return (f"{verdict}; largest throughput change [{best['delta_pct']:+.1f}%]({at}) at "
+            f"C{best['point']} ({best['noise']})")
+
+
+def rule_caveat(r: dict) -> str | None:
+    """A rule that did not pass, in words, with what it would take to resolve it."""
+    if r["verdict"] == "PASS":
+        return None
+    r = {**r, "rule": mdtext.text(r["rule"]),
+         "reason": r.get("reason") and mdtext.text(r["reason"])}
+    if r["verdict"] == "INVALID":
+        return f"{r['rule']}: INVALID ({r.get('reason')})."
+    where = f"estimate {pctf(r['estimate'])}, interval {ci(r['interval'])}"
+    if r["verdict"] == "FAIL":
+        return f"{r['rule']}: FAIL ({where}; {r['test']} is ruled out)."
+    need = (f"about {r['pairs_needed']} pairs would resolve it at this estimate and spread"
+            if r.get("pairs_needed") else r.get("reason") or "more pairs would not resolve it "
+            "at this estimate (it sits on the threshold)")
+    return f"{r['rule']}: INCONCLUSIVE ({where}, {r['test']} neither shown nor ruled out; {need})."
+
+
+EXTERNAL = ("knee did not boot these servers (runtime.kind external): it cannot show that they "
+            "ran the config's arms, that nothing else used them while they were measured, in "
+            "what order they booted or what their compile caches held; each pair is a pair of "
+            "windows on the same two running servers, so an interval over pairs is over windows, "
+            "not boots, and says nothing of boot-to-boot noise.")
+
+
+def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
+            runtime: str = "process") -> list[str]:
+    out = [EXTERNAL] if runtime == "external" else []
+    for w in (acceptance or {}).get("windows", []):
+        for flag in w["flags"]:
+            out.append(f"{w['session']}/{w['instrument']}: {flag} ({in_folder(w['source'])}).")
+    if bar.get("bar_changed"):
+        out.append("The bar was changed after measurement; the verdict is not pre-registered.")
+    if comparison["verdict"] != "VALID":
+        out.append("Validation failed; no delta is shown. See comparison.md for what differs.")
+    for c in comparison.get("fixture_classes", []):
+        if c["flag"]:
+            where = "inside" if c["inside_control_range"] else "outside"
+            row = next((r for r in comparison["rows"] if r["pair"] == "all" and r["instrument"]
+                        == "fixture" and r["point"] == c["class"]
+                        and r["metric"] == c["metric"]), None)
+            over = (f"; interval ({level(row)}) {ci(row['interval'])}"
+                    if row and row["interval"] else "")
+            out.append(f"Fixture class {c['class']}: the candidate's delta has the same sign in "
+                       f"every pair ({', '.join(pctf(d) for d in c['delta_pct'])}), {where} the "
+                       f"range of the control boots ({fmt(c['control_range'][0])}–"
+                       f"{fmt(c['control_range'][1])}){over}.")
+    out += [f"{flag}." for flag in comparison.get("host_flags", [])]
+    out += [speed_caveat(comparison["host_speed"])] if comparison.get("host_speed") else []
+    out += [gpu_caveat(comparison["gpu"])] if comparison.get("gpu") else []
+    out += [f"Engine-side difference beyond the variable ({d['kind']}, "
+            f"{' and '.join(d['arms'])}): {mdtext.text(d['what'])} "
+            "([comparison.json](comparison/comparison.json#/engine_differences))."
+            for d in comparison.get("engine_differences", [])]
+    out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
+    return out
+
+
+def speed_caveat(speed: dict) -> str:
+    lo, hi = speed["range"]
+    follows = ", ".join(f"{r['rule']} {r['correlation']:+.2f}" for r in speed["rules"])
+    return (f"The engine's CPU ran at {lo:.1f}–{hi:.1f} M additions/s during the windows "
+            f"(spread {speed['spread_pct']:.0f} %; a fixed piece of work timed while each window "
+            "ran, [comparison.json](comparison/comparison.json#/host_speed))"
+            + (f"; correlation over the boots between that speed and each bar figure: {follows}"
+               " (near +1: the figure moves with the host's speed, not the server's)"
+               if follows else "") + ".")
+
+
+def gpu_caveat(clocks: dict) -> str:
+    lo, hi = clocks["range"]
+    follows = ", ".join(f"{r['rule']} {r['correlation']:+.2f}" for r in clocks["rules"])
+    seen = ", ".join(clocks["reasons_seen"]) or "none"
+    return (f"The GPUs' SM clock was {lo:.0f}–{hi:.0f} MHz during the windows (median of "
+            f"each window's samples, spread {clocks['spread_pct']:.1f} %; clock-event reasons "
+            f"seen: {seen}; [comparison.json](comparison/comparison.json#/gpu))"
+            + (f"; correlation over the boots between that clock and each bar figure: {follows}"
+               if follows else "") + ".")
+
+
+def protocol_words(plan: dict, bar: dict) -> str:
+    lo, hi = stopping.bounds(plan["protocol"]["pairs"])
+    if lo == hi:
+        return f"{hi} pairs"
+    return (f"{lo} to {hi} pairs, stopping by precision ({stopping.RULE}): "
+            f"{bar.get('pairs')} pairs ran, every look in [protocol/realized.json]"
+            "(protocol/realized.json)")
+
+
+def shared_key(caches: dict[str, dict]) -> str | None:
+    """Whether the arms compiled under the same cache key (the seed: the schedule did not
+    change the hash), in words; None without cache receipts."""
+    keys: dict[str, set] = {}
+    for c in caches.values():
+        keys.setdefault(c["arm"], set()).update(c["keys"])
+    if set(keys) != {"control", "candidate"}:
+        return None
+    if keys["control"] == keys["candidate"]:
+        return (f"both arms compiled under the same cache key "
+                f"(`{', '.join(k[:12] for k in sorted(keys['control']))}`)")
+    return (f"the arms compiled under different cache keys (control "
+            f"`{', '.join(k[:12] for k in sorted(keys['control']))}`, candidate "
+            f"`{', '.join(k[:12] for k in sorted(keys['candidate']))}`)")
+
+
+def predicted(plan: dict, comparison: dict, root: Path) -> dict | None:
+    """A verification run's predicted-against-measured rows, from its registered prediction."""
+    if "prediction" not in plan:
+        return None
+    file = plan["prediction"]["file"]
+    rec = jsonio.read(prediction_path(plan, root), "recommendation")
+    rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
+    errors = [abs(r["error_pct"]) for r in rows] or [None]
+    changes = recommend_parts.predicted_changes(rec, plan, comparison)
+    here = compare.instrument_speed(comparison.get("host_speed"), "sweep")
+    then = rec.get("sweep_cpu_speed")
+    # linked as the published folders lie side by side (results/NAME), wherever this one is
+    return {"file": file, "link": os.path.relpath(file, f"results/{plan['name']}"), "rows": rows,
+            "changes": changes,
+            "change_median_abs": float(np.median([abs(c["difference_pct"]) for c in changes]))
+            if changes else None,
+            "median_abs": float(np.median(errors)) if rows else None,
+            "max_abs": max(errors) if rows else None,
+            "speed": {"measured_run": then, "this_run": here,
+                      "difference_pct": 100 * (here - then) / then} if here and then else None}
+
+
+def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict,
+           caches: dict[str, dict] | None = None, stops: dict[str, dict] | None = None,
+           recommendation: dict | None = None, root: Path | None = None) -> str:
+    env = templates(html=False)
+    tables = []
+    for inst, spec in instruments.REGISTRY.items():
+        rows = [{**r, "index": i} for i, r in enumerate(comparison["rows"])
+                if r["instrument"] == inst]
+        if rows:
+            tables.append({"title": spec.title, "rows": rows})
+    order = (f"{order_name(plan['protocol']['order'])}: "
+             + ", ".join(s["id"] for s in plan["protocol"]["sessions"]))
+    return env.get_template("README.md.j2").render(
+        plan=plan, comparison=comparison, bar=bar, boots=boots, tables=tables, order=order,
+        acceptance=acceptance["windows"], variable_values=variable_values(plan),
+        variable=shown_variable(plan["variable"]),
+        rel=in_folder,
+        caveats=caveats(comparison, bar, acceptance, plan["runtime"]["kind"]),
+        fmt=fmt, pctf=pctf, ci=ci, ms=ms,
+        positions=positions,
+        probes=[w for w in acceptance["windows"] if w.get("temperatures")],
+        headline=headline(comparison, bar), caches=caches or {},
+        used={sid: s["resources"] for sid, s in (stops or {}).items() if "resources" in s},
+        calibration=(inference.false_positives(comparison["rows"])
+                     if plan["variable"] == NO_VARIABLE else None),
+        protocol_words=protocol_words(plan, bar),
+        level=level,
+        shared_key=shared_key(caches or {}), recommendation=recommendation,
+        predicted=predicted(plan, comparison, root) if root else None)
+
+
+def templates(html: bool) -> jinja2.Environment:
+    """knee's templates; an HTML one escapes every value it shows."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=html,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env.filters["pctf"] = pctf
+    env.filters["md"], env.filters["code"] = mdtext.text, mdtext.code
+    return env
+
+
+def verdict_html(comparison: dict, bar: dict) -> str:
+    """The bar's verdicts and the comparison table as one self-contained page (for the
+    Snakemake report)."""
+    return templates(html=True).get_template("verdict.html.j2").render(
+        comparison=comparison, bar=bar, pctf=pctf, ci=ci, fmt=fmt, level=level)
+
+
+def comparison_markdown(comparison: dict, bar: dict | None = None) -> str:
+    lines = [f"# Comparison: {comparison['experiment']}", "",
+             f"Validation: **{comparison['verdict']}** — {len(comparison['fields_checked'])} "
+             f"fields checked, {len(comparison['mismatches'])} differ.", ""]
+    if bar is not None:
+        changed = " (**bar changed after measurement**)" if bar["bar_changed"] else ""
+        lines += [f"Bar: **{bar['verdict']}**{changed}", ""]
+        lines += [f"- {r['rule']}: {r['verdict']} — " + (
+            f"estimate {pctf(r.get('estimate'))}, interval {ci(r.get('interval'))} "
+            f"({r['test']}), per pair "
+            + ", ".join(pctf(p["delta_pct"]) for p in r.get("per_pair", []))
+            if r["verdict"] != "INVALID" else r.get("reason", "")) for r in bar["rules"]]
+        lines.append("")
+    if comparison["mismatches"]:
+        lines += ["| where | field | control | candidate | files |", "|---|---|---|---|---|"]
+        lines += [f"| {m['where']} | {m['field']} | `{m['control']}` | `{m['candidate']}` | "
+                  f"{' / '.join(str(f) for f in m.get('files') or [])} |"
+                  for m in comparison["mismatches"]]
+        lines += ["", "No delta is rendered for an invalid comparison."]
+        return "\n".join(lines) + "\n"
+    lines += ["| instrument | point | metric | pair | control | candidate | delta | interval | "
+              "noise |", "|---|---|---|---|---:|---:|---:|---|---|"]
+    lines += [f"| {r['instrument']} | {r['point']} | {r['metric']} | {r['pair']} | "
+              f"{fmt(r['control'])} | {fmt(r['candidate'])} | {pctf(r['delta_pct'])} | "
+              f"{ci(r['interval'])} ({level(r)}) | {r['noise']} |" for r in comparison["rows"]]
+    lines += ["", comparison["interval_method"], "", comparison.get("noise_method", "")]
+    return "\n".join(lines) + "\n"
+
+
+def ci(interval) -> str:
+    return "–" if not interval else f"{interval[0]:+.1f}% … {interval[1]:+.1f}%"
+
+
+def level(r: dict) -> str:
+    """What an interval resampled, in a few words: over boot pairs or within one pair."""
+    where = "over boot pairs" if r["interval_level"] == "boot pairs" else "within the pair"
+    return f"{100 * r['confidence']:g}% {where}"

@@ -1,0 +1,129 @@
+"""What `knee recommend` writes under results/X/recommend/: recommendation.json, README.md,
+verify.yaml (the paired run that checks the prediction: an experiment whose `prediction:` names
+the recommendation) and recommend.png/.svg."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import yaml
+
+from knee.analyze import recommend, recommend_parts
+from knee.core import jsonio
+from knee.core.errors import KneeError
+from knee.plan import configfile
+
+SCHEDULE_KEY = "speculative_config.num_speculative_tokens_per_batch_size"
+K_KEY = "speculative_config.num_speculative_tokens"
+PARITY_PCT = 5.0
+
+
+def folder(root: Path) -> Path:
+    return Path(root) / "recommend"
+
+
+def config_of(root: Path) -> list[Path]:
+    """The experiment's config: the copy the crate keeps, else the file(s) the plan names."""
+    copy_ = Path(root) / "workflow" / "config.yaml"
+    if copy_.is_file():
+        return [copy_]
+    return [Path(p) for p in jsonio.read(Path(root) / "plan.json")["config_file"].split(" + ")]
+
+
+def make(plan: dict, root: Path) -> dict:
+    """The recommendation, or the refusal with its reason."""
+    try:
+        return recommend.build(plan, root)
+    except recommend.Refused as e:
+        return recommend_parts.refused(plan, str(e))
+
+
+def spec_base(plan: dict, horizon: int) -> dict:
+    """The speculative_config of the arm that drafts at the horizon, without a schedule."""
+    for arm in plan["arms"]:
+        if recommend.fixed_at(plan, arm, horizon):
+            spec = copy.deepcopy(plan["arms"][arm]["speculative_config"])
+            spec.pop("num_speculative_tokens_per_batch_size", None)
+            return spec
+    raise KneeError("no arm drafts at the horizon at every batch size")
+
+
+def verify_arms(rec: dict, plan: dict) -> tuple[dict, dict, str | list[str]]:
+    """server.speculative_config, the arms and the variable of the verification run: control
+    the best fixed k, candidate the recommended schedule."""
+    fixed, bands = rec["best_fixed_k"], rec["schedule"]
+    spec = spec_base(plan, rec["acceptance"]["horizon"])
+    top = max(b[2] for b in bands)
+    if len(bands) == 1 and bands[0][2] == fixed:
+        return {**spec, "num_speculative_tokens": fixed}, {"control": {}, "candidate": {}}, "none"
+    sched = {"num_speculative_tokens_per_batch_size": bands}
+    if fixed == 0:  # speculation off is the best fixed setting: the schedule against off
+        return ({**spec, "num_speculative_tokens": top, **sched},
+                {"control": {"speculative_config": None}, "candidate": {}}, "speculative_config")
+    arms = {"control": {}, "candidate": {"speculative_config": dict(sched)}}
+    variable: str | list[str] = SCHEDULE_KEY
+    if top != fixed:
+        arms["candidate"]["speculative_config"]["num_speculative_tokens"] = top
+        variable = [K_KEY, SCHEDULE_KEY]
+    return {**spec, "num_speculative_tokens": fixed}, arms, variable
+
+
+def verify_bar(rec: dict, alpha: float) -> dict:
+    """Pre-registered from the prediction: where the schedule's k differs from the fixed k, its
+    throughput gain is at least the low end of the predicted gain's interval; where it is the
+    same k, parity within PARITY_PCT (what running a schedule costs by itself)."""
+    rules = []
+    for v in rec["verify"]:
+        c = v["concurrency"]
+        if v["k"] == v["control_k"]:
+            rules.append({"name": f"C{c} parity (k={v['k']} in both)", "instrument": "sweep",
+                          "metric": "throughput", "point": c, "within_pct": PARITY_PCT})
+        else:
+            low = math.floor(10 * (v["interval"] or [v["gain_pct"]])[0]) / 10
+            rules.append({"name": f"C{c} as predicted (k={v['k']} against {v['control_k']})",
+                          "instrument": "sweep", "metric": "throughput", "point": c,
+                          "min_gain_pct": max(low, -100.0)})
+    return {"alpha": alpha, "rules": rules}
+
+
+def verify_config(rec: dict, plan: dict, config: dict, rec_path: Path) -> dict:
+    """The verification experiment: the measured config with the k settings replaced."""
+    spec, arms, variable = verify_arms(rec, plan)
+    out = {k: copy.deepcopy(v) for k, v in config.items()
+           if k not in ("name", "question", "variable", "arms", "bar")}
+    out["server"]["speculative_config"] = spec
+    sched = rec["schedule"]
+    head = {"name": f"{plan['name']}-verify",
+            "question": (f"Does the schedule {sched} recommended from {plan['name']} deliver "
+                         f"the predicted throughput at each concurrency against fixed "
+                         f"k={rec['best_fixed_k']}?"),
+            "prediction": str(rec_path)}
+    return {**head, **out, "variable": variable, "arms": arms,
+            "bar": verify_bar(rec, plan["bar"].get("alpha", 0.05))}
+
+
+def verify_text(rec: dict, plan: dict, config_paths: list[Path]) -> str:
+    if rec["status"] != "recommended":
+        return f"# no verification run: the recommendation was refused ({rec['reason']})\n"
+    # paths as the workflow writes them, from the checkout's top: the same text wherever the
+    # results folder is read from
+    home = Path("results") / plan["name"] / "recommend"
+    cfg = verify_config(rec, plan, configfile.load_all(config_paths), home / "recommendation.json")
+    return ("# The paired run that checks the recommendation (knee recommend). Run it with\n"
+            f"#   snakemake --config experiment={home}/verify.yaml\n"
+            + yaml.safe_dump(cfg, sort_keys=False, width=100))
+
+
+def write(root: Path, config_paths: list[Path], plan: dict) -> dict:
+    """Every file of results/X/recommend/, each written atomically."""
+    from knee.publish import recommend_report
+
+    rec = make(plan, root)
+    out = folder(root)
+    data = jsonio.write(out / "recommendation.json", "recommendation", rec)
+    jsonio.atomic_write_text(out / "verify.yaml", verify_text(rec, plan, config_paths))
+    jsonio.atomic_write_text(out / "README.md", recommend_report.readme(data, plan))
+    recommend_report.figure(data, out / "recommend")
+    return data

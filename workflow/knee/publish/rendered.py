@@ -1,0 +1,65 @@
+"""Derived files of a results folder rendered again from the recomputed comparison, bar and
+acceptance table, and compared with what the folder holds: comparison.md and verdict.html as
+text, acceptance.json as data, every figure (SVG as text, PNG as bytes; rendering fixes the
+metadata, so a figure renders to the same bytes wherever the pinned workflow environment runs).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from knee.core import jsonio
+from knee.publish import figures, readme
+from knee.publish.evidence import diff
+
+
+def texts(root: Path, comparison: dict, bar: dict) -> list[str]:
+    problems = []
+    for name, text in (("comparison/comparison.md", readme.comparison_markdown(comparison, bar)),
+                       ("comparison/verdict.html", readme.verdict_html(comparison, bar))):
+        path = Path(root) / name
+        if not path.is_file():
+            problems.append(f"{name}: missing")
+        elif path.read_text() != text:
+            problems.append(f"{name}: differs from its rendering from the recomputed comparison "
+                            "and bar")
+    return problems
+
+
+def same_files(made: Path, kept: Path, shown: str) -> list[str]:
+    """Every file rendered into `made` against the file of that name under `kept`."""
+    problems = []
+    for f in sorted(made.iterdir()):
+        if f.name.startswith("."):
+            continue
+        mine = kept / f.name
+        if not mine.is_file():
+            problems.append(f"{shown}/{f.name}: missing")
+        elif mine.read_bytes() != f.read_bytes():
+            problems.append(f"{shown}/{f.name}: differs from the figure rendered again from "
+                            "the recomputed files")
+    return problems
+
+
+def figures_of(root: Path, plan: dict, comparison: dict, table: list[dict]) -> list[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        figures.render_all(plan, comparison, table, Path(tmp))
+        return same_files(Path(tmp), Path(root) / "figures", "figures")
+
+
+def recommend_figure(root: Path, recommendation: dict) -> list[str]:
+    from knee.publish import recommend_report
+
+    with tempfile.TemporaryDirectory() as tmp:
+        recommend_report.figure(recommendation, Path(tmp) / "recommend")
+        return same_files(Path(tmp), Path(root) / "recommend", "recommend")
+
+
+def check(root: Path, plan: dict, comparison: dict, bar: dict, table: list[dict]) -> list[str]:
+    """comparison.md, verdict.html, acceptance.json and the figures, rendered again."""
+    problems = texts(root, comparison, bar)
+    stored = jsonio.read(Path(root) / "comparison" / "acceptance.json", "acceptance")
+    problems += [f"comparison/acceptance.json#{p}: differs from the recomputation"
+                 for p in diff(stored.get("windows"), table, "/windows")]
+    return problems + figures_of(root, plan, comparison, table)
