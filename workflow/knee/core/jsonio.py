@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import gzip
 import hashlib
 import json
@@ -38,18 +37,12 @@ REDERIVE = {
 
 @cache
 def schema_file(kind: str) -> dict:
-    """A schema as its file holds it."""
+    """A schema as its file holds it, as knee validates a file with it (the config's, with
+    its instruments' sections, is knee.instruments.config_schema); never changed in place."""
     path = SCHEMA_DIR / f"{kind}.schema.yaml"
     if not path.is_file():
         raise KneeError(f"no schema named {kind!r} in {SCHEMA_DIR}")
     return yaml.safe_load(path.read_text())
-
-
-@cache
-def load_schema(kind: str) -> dict:
-    """A schema as knee validates a file with it (the config's, with its instruments'
-    sections, is knee.instruments.config_schema)."""
-    return copy.deepcopy(schema_file(kind))
 
 
 def _is_integer(_checker, value) -> bool:
@@ -122,7 +115,7 @@ def explain(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
 def check(kind: str, data: Any, source: str, schema: dict | None = None) -> None:
     """Validate data against a schema (kind's file, or the schema given); raise KneeError
     naming source, key path and reason."""
-    schema = load_schema(kind) if schema is None else schema
+    schema = schema_file(kind) if schema is None else schema
     validator = Validator(schema)
     errors = sorted(map(explain, validator.iter_errors(data)),
                     key=lambda e: list(e.absolute_path))
@@ -217,7 +210,7 @@ def dumps(data: Any) -> str:
 
 def schema_version(kind: str) -> int:
     """The version of a kind of file this knee writes (its schema's schema_version const)."""
-    return load_schema(kind)["properties"]["schema_version"]["const"]
+    return schema_file(kind)["properties"]["schema_version"]["const"]
 
 
 def write(path: Path, kind: str, payload: dict) -> dict:
