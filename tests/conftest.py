@@ -60,6 +60,32 @@ def pytest_runtest_setup(item):
         pytest.skip(f"needs {needs}")
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that needs the embedded engine (the engine_python fixture, however indirectly)
+    carries the engine marker, and one that carries it needs the engine: `make test-fast`
+    selects by marker, so a wrong one runs a slow test in the fast tier or leaves a fast test
+    out of it."""
+    wrong = []
+    for item in items:
+        needs = "engine_python" in getattr(item, "fixturenames", ())
+        if needs != (item.get_closest_marker("engine") is not None):
+            wrong.append(f"{item.nodeid}: " + ("needs the engine, not marked engine" if needs
+                                               else "marked engine, never boots it"))
+    if wrong:
+        raise pytest.UsageError("tests with the wrong marker:\n" + "\n".join(wrong))
+
+
+@pytest.fixture
+def toy():
+    """The toy instrument (tests/toy_instrument.py) registered for one test."""
+    from knee import instruments
+    from tests import toy_instrument
+
+    instruments.register(toy_instrument.SPEC)
+    yield toy_instrument.SPEC
+    instruments.unregister(toy_instrument.SPEC.name)
+
+
 @pytest.fixture
 def default_config():
     return copy.deepcopy(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))

@@ -81,16 +81,6 @@ def test_exact_token_prompts_are_deterministic_and_exact_on_the_real_tokenizer(e
     assert [len(tokenize(p)) for p in a] == [40, 40, 40]
 
 
-@pytest.fixture
-def toy():
-    from knee import instruments
-    from tests import toy_instrument
-
-    instruments.register(toy_instrument.SPEC)
-    yield toy_instrument.SPEC
-    instruments.unregister(toy_instrument.SPEC.name)
-
-
 def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
         engine, toy, default_config, tmp_path):
     from knee.analyze import compare, folder
@@ -137,19 +127,13 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
             assert (r["delta_pct"] is not None) == all(rated), (rated, r)
     bar = folder.judge_bar(plan, comparison, [s["boot"] for s in sessions.values()])
     assert [r["rule"] for r in bar["rules"]] == ["burst parity"]
+    from knee.publish import figures
+
+    drawn = figures.render_all(plan, comparison, [], tmp_path / "figures")  # drawn
+    assert tmp_path / "figures" / "burst.png" in drawn and (tmp_path / "figures" / "burst.svg"
+                                                             ).stat().st_size > 0
+    assert "burst throughput per pair" in (tmp_path / "figures" / "burst.svg").read_text()
     text = readme.render(plan, comparison, bar, [s["boot"] for s in sessions.values()],
                          jsonio.read(pub / "comparison" / "acceptance.json"))  # rendered
     assert "Burst (every request at once)" in text and "burst parity" in text
-
-
-def test_a_bar_rule_cannot_name_a_point_the_toy_does_not_measure(toy, default_config):
-    from knee.plan import config
-
-    default_config["instruments"]["burst"] = {}
-    default_config["bar"]["rules"] = [{"name": "x", "instrument": "burst", "metric": "throughput",
-                                       "point": "all", "min_gain_pct": 5}]
-    with pytest.raises(KneeError, match=r"bar.rules\[0\]: throughput at point 'all'"):
-        config.plan_config(default_config, "toy.yaml", ROOT)
-    default_config["instruments"]["burst"] = {"requests": 0}
-    with pytest.raises(KneeError, match=r"instruments.burst.requests"):
-        config.plan_config(default_config, "toy.yaml", ROOT)
+    assert "![burst throughput](figures/burst.png)" in text

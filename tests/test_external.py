@@ -18,8 +18,6 @@ from knee.publish import audit
 from knee.publish.readme import EXTERNAL
 from tests.conftest import ROOT, logs
 
-pytestmark = pytest.mark.engine
-
 
 def external_config(default_config: dict, ports: dict) -> dict:
     cfg = default_config
@@ -70,6 +68,7 @@ def run_workflow(cfg: dict, tmp_path, results_dir) -> tuple:
                                 text=True, timeout=1800)
 
 
+@pytest.mark.engine
 def test_two_running_servers_are_measured_and_audited(servers, tmp_path, results_dir):
     cfg, engines = servers
     root, r = run_workflow(cfg, tmp_path, results_dir)

@@ -95,3 +95,24 @@ def test_a_step_the_gpu_paces_resolves_smaller_effects_than_one_the_host_cpu_pac
     assert small.keys() == large.keys() and len(large) == 3
     for rule, mde in large.items():
         assert mde < small[rule] and mde < 1.6, (rule, mde, small[rule])
+
+
+@pytest.mark.parametrize("name", WORKLOAD)
+def test_a_sampled_workload_says_how_it_sampled(name):
+    plan = jsonio.read(ROOT / "results" / name / "plan.json", "plan")
+    temperature = plan["instruments"]["sampling"]["temperature"]
+    text = (ROOT / "results" / name / "README.md").read_text()
+    assert f"sampled (temperature {temperature}), request i of a window seeded" in text
+    assert "temperature 0;" not in text
+
+
+def test_a_greedy_workload_says_temperature_0():
+    from knee.publish import readme
+    plan = jsonio.read(ROOT / "results" / "ksched-cpu" / "plan.json", "plan")
+    assert "sampling" not in plan["instruments"]
+    assert readme.sampling_words(plan) == "temperature 0"
+    sampled = {**plan, "instruments": {**plan["instruments"], "sampling": {"temperature": 1.2,
+                                                                           "top_k": 5}}}
+    assert readme.sampling_words(sampled).startswith("sampled (temperature 1.2, top_k 5)")
+    text = (ROOT / "results" / "ksched-cpu" / "README.md").read_text()
+    assert "ignore_eos, temperature 0;" in text

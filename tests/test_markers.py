@@ -16,9 +16,9 @@ def test_needs_slurm():
 '''
 
 
-def run_marked(tmp_path, ci: bool) -> subprocess.CompletedProcess:
+def run_marked(tmp_path, ci: bool, text: str = MARKED) -> subprocess.CompletedProcess:
     test = tmp_path / "test_marked.py"
-    test.write_text(MARKED)
+    test.write_text(text)
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS")}
     env["PATH"] = os.path.dirname(sys.executable)  # no sinfo: no cluster
     if ci:
@@ -38,3 +38,30 @@ def test_under_ci_a_missing_service_fails_the_marked_test(tmp_path):
     r = run_marked(tmp_path, ci=True)
     assert r.returncode == 1 and "1 error" in r.stdout, r.stdout  # failed in its setup
     assert "marked slurm" in r.stdout
+
+
+WRONG = '''import pytest
+
+
+def test_boots_unmarked(engine_python):
+    pass
+
+
+@pytest.mark.engine
+def test_marked_never_boots():
+    pass
+
+
+@pytest.mark.engine
+def test_right(engine_python):
+    pass
+'''
+
+
+def test_a_test_with_the_wrong_engine_marker_stops_the_collection(tmp_path):
+    r = run_marked(tmp_path, ci=False, text=WRONG)
+    out = r.stdout + r.stderr
+    assert r.returncode == 4, out  # a usage error, before anything runs or builds
+    assert "test_boots_unmarked: needs the engine, not marked engine" in out
+    assert "test_marked_never_boots: marked engine, never boots it" in out
+    assert "test_right" not in out.split("wrong marker")[1]

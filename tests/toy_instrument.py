@@ -1,9 +1,9 @@
 """A toy instrument, the whole of it in this one file: one burst of exact-token prompts sent
-all at once. tests/test_engine_instruments.py registers it and sees it planned, measured,
-compared and rendered, with nothing else in knee edited."""
+all at once, and a figure of its throughput. tests/test_engine_instruments.py registers it and
+sees it planned, measured, compared, drawn and rendered, with nothing else in knee edited."""
 
 from knee.core import prompts
-from knee.instruments import Spec
+from knee.instruments import Figure, Spec
 
 SCHEMA = {
     "type": "object", "additionalProperties": False,
@@ -26,5 +26,19 @@ def run(target, cfg: dict) -> dict:
     return {"instrument": "burst", "points": [point], "warmup": None}
 
 
+def draw(ax, view) -> None:
+    """Each pair's burst throughput, control against candidate."""
+    rows = [r for r in view.comparison["rows"] if r["instrument"] == "burst"
+            and r["metric"] == "throughput" and r["pair"] != "all"]
+    for arm in ("control", "candidate"):
+        ax.plot([r["pair"] for r in rows], [r[arm] for r in rows], "o", label=arm,
+                color=view.colors[arm])
+    if not rows:
+        ax.text(0.5, 0.5, "no burst window", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("boot pair")
+    ax.set_ylabel("burst throughput (tok/s)")
+
+
 SPEC = Spec(name="burst", title="Burst (every request at once)", run=run, schema=SCHEMA,
-            bar_points=lambda cfg: ["burst"])
+            bar_points=lambda cfg: ["burst"],
+            figures=(Figure("burst", "burst throughput per pair", "burst throughput", draw),))

@@ -10,7 +10,8 @@ from knee.core import prompts as knee_prompts
 from knee.core import rawfiles as knee_rawfiles
 from knee.plan import stopping as knee_stopping
 from knee.core.errors import KneeError
-from knee.analyze.folder import FIGURES, instrument_names
+from knee.analyze.folder import instrument_names
+from knee import instruments as knee_instruments
 from snakemake.logging import logger
 
 
@@ -34,6 +35,8 @@ logger.info(knee_config.describe(PLAN))
 
 SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
 INSTRUMENTS = instrument_names(PLAN)
+# every figure a registered instrument draws (knee.instruments.spec.Figure)
+FIGURES = [f.name for f in knee_instruments.figures()]
 PROMPT_FILES = [str(p) for p in knee_prompts.fixture_files(PLAN["instruments"])]
 # Jobs run `knee` from the environment Snakemake runs in, activated or not.
 os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), os.getenv("PATH", "")]))

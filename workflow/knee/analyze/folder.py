@@ -8,8 +8,6 @@ from knee import instruments
 from knee.core import jsonio, rawfiles
 from knee.plan import stopping
 
-FIGURES = instruments.figures()
-
 
 def instrument_names(plan: dict) -> list[str]:
     """The plan's instruments, in the order a session runs them."""

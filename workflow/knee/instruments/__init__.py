@@ -1,7 +1,7 @@
 """The instruments, one module each, in the order a session runs them (knee.instruments.spec)."""
 
 from knee.instruments import depth, fixture, probe, sweep
-from knee.instruments.spec import REGISTRY, Spec, config_schema, register, unregister
+from knee.instruments.spec import REGISTRY, Figure, Spec, config_schema, register, unregister
 
 for _module in (sweep, fixture, depth, probe):
     register(_module.SPEC)
@@ -15,8 +15,10 @@ def names() -> list[str]:
     return list(REGISTRY)
 
 
-def figures() -> tuple[str, ...]:
+def figures() -> tuple[Figure, ...]:
+    """Every registered instrument's figures, in registration order."""
     return tuple(f for spec in REGISTRY.values() for f in spec.figures)
 
 
-__all__ = ["REGISTRY", "Spec", "config_schema", "figures", "get", "names", "register", "unregister"]
+__all__ = ["REGISTRY", "Figure", "Spec", "config_schema", "figures", "get", "names", "register",
+           "unregister"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from knee.core import prompts
 from knee.core.errors import KneeError
-from knee.instruments.spec import Spec
+from knee.instruments.spec import Figure, Spec
 
 HITS = "vllm:prefix_cache_hits_total"
 QUERIES = "vllm:prefix_cache_queries_total"
@@ -69,6 +69,43 @@ def run(target, cfg: dict) -> dict:
 
 
 # it sends token ids, which only the completions endpoint takes
+def draw(ax, view) -> None:
+    """Decode rate against prompt depth per arm (mean over pairs), the band of the included
+    points, excluded points shown and labelled with their recorded reason."""
+    curves = view.comparison.get("depth_curves") or []
+    for arm in ("control", "candidate"):
+        mine = [c for c in curves if c["arm"] == arm]
+        if not mine:
+            continue
+        depths = [p["depth"] for p in mine[0]["points"]]
+        incl = [(d, view.mean([c["points"][i]["decode_rate"] for c in mine
+                                if c["points"][i]["included"]])) for i, d in enumerate(depths)]
+        incl = [(d, v) for d, v in incl if v is not None]
+        if incl:
+            xs, ys = zip(*incl, strict=True)
+            ax.plot(xs, ys, "o-", color=view.colors[arm], label=arm)
+            band = max(c["band_pct"] or 0 for c in mine)
+            ax.fill_between(xs, [ys[0] * (1 - band / 100)] * len(xs),
+                            [ys[0] * (1 + band / 100)] * len(xs), color=view.colors[arm],
+                            alpha=0.12, label=f"{arm} ±{band:.1f}% band")
+        for c in mine:
+            for p in c["points"]:
+                if not p["included"] and p["decode_rate"]:
+                    ax.plot(p["depth"], p["decode_rate"], "x", color=view.colors[arm], ms=9)
+                    ax.annotate(f"excluded (pair {c['pair']}): {p['reason'][:40]}",
+                                (p["depth"], p["decode_rate"]), fontsize=6, va="bottom")
+    if not curves:
+        ax.text(0.5, 0.5, "no depth instrument in this experiment", ha="center",
+                transform=ax.transAxes)
+    else:
+        ax.set_xscale("log")
+        ax.legend(loc="best", fontsize=8)
+    ax.set_xlabel("prompt depth (tokens, prefilled)")
+    ax.set_ylabel("single-stream decode rate (tok/s)")
+
+
+# shown in the README's depth section, with the curves' table, not among the figures
 SPEC = Spec(name="depth", title="Depth (single stream, one prompt per depth)", run=run,
             schema=SCHEMA, bar_points=lambda cfg: cfg["depths"], api="completions",
-            figures=("depth",))
+            figures=(Figure("depth", "decode rate against prompt depth",
+                            "decode rate against prompt depth", draw, listed=False),))

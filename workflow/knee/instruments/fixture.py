@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knee.core import prompts
-from knee.instruments.spec import Spec
+from knee.instruments.spec import Figure, Spec
 
 SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["classes"],
@@ -33,5 +33,26 @@ def run(target, cfg: dict) -> dict:
     return out
 
 
+def draw(ax, view) -> None:
+    """Each fixture class: the range of the control boots, the candidate of every pair."""
+    classes = view.comparison.get("fixture_classes") or []
+    for i, c in enumerate(classes):
+        lo, hi = c["control_range"]
+        ax.plot([i, i], [lo, hi], color=view.colors["control"], lw=8, alpha=0.6,
+                label="control range (all boots)" if i == 0 else None)
+        ax.plot([i] * len(c["candidate"]), c["candidate"], "o", color=view.colors["candidate"],
+                label="candidate (each pair)" if i == 0 else None)
+        if c["flag"]:
+            ax.annotate("same sign every pair", (i, hi), ha="center", va="bottom", fontsize=7)
+    if not classes:
+        ax.text(0.5, 0.5, "no fixture comparison", ha="center", transform=ax.transAxes)
+    else:
+        ax.set_xticks(range(len(classes)), [c["class"] for c in classes])
+        ax.legend(loc="best", fontsize=8)
+    ax.set_ylabel("single-stream decode rate p50 (tok/s)")
+
+
 SPEC = Spec(name="fixture", title="Single-stream fixture", run=run, schema=SCHEMA,
-            bar_points=lambda cfg: cfg["classes"], pools=True, figures=("fixture",))
+            bar_points=lambda cfg: cfg["classes"], pools=True,
+            figures=(Figure("fixture", "fixture classes against the control range",
+                            "fixture classes against the control range", draw),))

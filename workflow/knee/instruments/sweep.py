@@ -6,7 +6,7 @@ Every prompt is exactly `prompt_tokens` tokens of the served model's own tokeniz
 from __future__ import annotations
 
 from knee.core import prompts
-from knee.instruments.spec import Spec
+from knee.instruments.spec import Figure, Spec
 
 SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["concurrency"],
@@ -51,6 +51,75 @@ def run(target, cfg: dict) -> dict:
     return out
 
 
+def per_point_bars(ax, view, metric: str, ylabel: str) -> None:
+    """A sweep metric per concurrency point, both arms side by side, each pair's value marked,
+    the candidate's change annotated, a dashed line where the candidate's k changes."""
+    import pandas as pd
+
+    comparison = view.comparison
+    rows = [r for r in comparison["rows"] if r["instrument"] == "sweep"
+            and r["metric"] == metric and r["pair"] != "all"]
+    df = pd.DataFrame(rows)
+    if df.empty:
+        ax.text(0.5, 0.5, "no valid comparison: nothing to plot", ha="center")
+    else:
+        df["point"] = df["point"].astype(int)
+        points = sorted(df["point"].unique())
+        means = df.groupby("point")[["control", "candidate"]].mean().loc[points]
+        w = 0.38
+        for off, arm in ((-w / 2, "control"), (w / 2, "candidate")):
+            ax.bar([i + off for i in range(len(points))], means[arm], w, label=arm,
+                   color=view.colors[arm])
+            for _, r in df.iterrows():
+                ax.plot(points.index(r["point"]) + off, r[arm], "k.", ms=4)
+        effects = {int(r["point"]): r for r in comparison["rows"] if r["pair"] == "all"
+                   and r["instrument"] == "sweep" and r["metric"] == metric}
+        for i, p in enumerate(points):
+            top = max(means.loc[p, "control"], means.loc[p, "candidate"])
+            ax.annotate(view.effect_label(effects.get(p)), (i, top), ha="center", va="bottom",
+                        fontsize=7)
+        ks = view.session_k("candidate", points)
+        for i in range(1, len(points)):
+            if ks[i] != ks[i - 1]:
+                ax.axvline(i - 0.5, color="k", ls="--", lw=1)
+                ax.annotate(f"candidate k={ks[i - 1]} | k={ks[i]}", (i - 0.5, ax.get_ylim()[1]),
+                            ha="center", va="top", fontsize=8)
+        ax.set_xticks(range(len(points)), [f"C{p}" for p in points])
+        ax.legend(loc="upper left")
+    ax.set_xlabel("concurrency (closed loop)")
+    ax.set_ylabel(ylabel)
+
+
+def draw_acceptance(ax, view) -> None:
+    """Per-position acceptance rate of each session's sweep window, the threshold, the knee."""
+    windows = [w for w in view.table if w["speculation"] == "on" and w["instrument"] == "sweep"]
+    for w in windows:
+        arm = w["session"].split("-", 1)[1]
+        rates = w["per_position_rate"]
+        xs = range(1, len(rates) + 1)
+        ax.plot(xs, rates, "o-", color=view.colors.get(arm, "k"), alpha=0.8, label=w["session"])
+        if w["knee_position"]:
+            k = w["knee_position"]
+            ax.plot(k, rates[k - 1], "x", color="red", ms=10, mew=2)
+    positions = max((len(w["per_position_rate"]) for w in windows), default=0)
+    ax.set_xticks(range(1, positions + 1))
+    ax.axhline(view.threshold, color="red", ls=":", lw=1,
+               label=f"knee threshold {view.threshold}")
+    if not windows:
+        ax.text(0.5, 0.5, "no speculative window", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("draft position")
+    ax.set_ylabel("acceptance rate (accepted at position / drafts)")
+    ax.set_ylim(0, 1.05)
+    ax.legend(loc="upper right", fontsize=7)
+
+
+FIGURES = (
+    Figure("throughput", "output throughput per concurrency", "output throughput per concurrency",
+           lambda ax, view: per_point_bars(ax, view, "throughput", "output throughput (tok/s)")),
+    Figure("ttft", "time to first token per concurrency", "time to first token per concurrency",
+           lambda ax, view: per_point_bars(ax, view, "ttft_p50", "TTFT p50 (s)")),
+    Figure("acceptance", "per-position acceptance (sweep windows)", "per-position acceptance",
+           draw_acceptance),
+)
 SPEC = Spec(name="sweep", title="Concurrency sweep", run=run, schema=SCHEMA,
-            bar_points=lambda cfg: cfg["concurrency"],
-            figures=("throughput", "ttft", "acceptance"))
+            bar_points=lambda cfg: cfg["concurrency"], figures=FIGURES)

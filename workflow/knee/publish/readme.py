@@ -153,6 +153,17 @@ def protocol_words(plan: dict, bar: dict) -> str:
             "(protocol/realized.json)")
 
 
+def sampling_words(plan: dict) -> str:
+    """How every request of every window sampled (knee.core.prompts.sampling_params)."""
+    sampling = plan["instruments"].get("sampling")
+    if not sampling:
+        return "temperature 0"
+    shown = ", ".join(f"{k} {sampling[k]}" for k in ("temperature", "top_p", "top_k")
+                      if k in sampling)
+    return (f"sampled ({shown}), request i of a window seeded with instruments.seed + i, "
+            "the same in every session")
+
+
 def shared_key(caches: dict[str, dict]) -> str | None:
     """Whether the arms compiled under the same cache key (the seed: the schedule did not
     change the hash), in words; None without cache receipts."""
@@ -216,7 +227,8 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         used={sid: s["resources"] for sid, s in (stops or {}).items() if "resources" in s},
         calibration=(inference.false_positives(comparison["rows"])
                      if plan["variable"] == NO_VARIABLE else None),
-        protocol_words=protocol_words(plan, bar),
+        protocol_words=protocol_words(plan, bar), sampling_words=sampling_words(plan),
+        figures=[f for f in instruments.figures() if f.listed],
         level=level,
         shared_key=shared_key(caches or {}), recommendation=recommendation,
         predicted=predicted(plan, comparison, root) if root else None)
