@@ -125,6 +125,33 @@ def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> 
     return path
 
 
+def receipts(root: Path, kind: str) -> list[str]:
+    """A results folder's receipts of one kind, in protocol order (the sessions that ran)."""
+    import json
+
+    plan = json.loads((root / "plan.json").read_text())
+    paths = [root / "receipts" / f"{s['id']}-{kind}.json" for s in plan["protocol"]["sessions"]]
+    return [str(p) for p in paths if p.is_file()]
+
+
+def bar_argv(root: Path, out: Path) -> list[str]:
+    """`knee bar` over a results folder, every file it reads named as its rule names them."""
+    c = root / "comparison"
+    return ["bar", "--plan", str(root / "plan.json"), "--comparison", str(c / "comparison.json"),
+            "--boots", *receipts(root, "boot"), "--out", str(out)]
+
+
+def readme_argv(root: Path, out: Path) -> list[str]:
+    """`knee readme` over a results folder, every file it reads named as its rule names them."""
+    c = root / "comparison"
+    return ["readme", "--plan", str(root / "plan.json"), "--comparison",
+            str(c / "comparison.json"), "--bar", str(c / "bar.json"), "--acceptance",
+            str(c / "acceptance.json"), "--boots", *receipts(root, "boot"),
+            "--stops", *receipts(root, "stop"), "--caches", *receipts(root, "cache"),
+            "--recommendation", str(root / "recommend" / "recommendation.json"),
+            "--out", str(out)]
+
+
 def logs(root: Path) -> str:
     """The workflow's own logs of a run, for an assertion message."""
     return "\n".join(f"--- {p}\n{p.read_text()[-2000:]}" for p in sorted(root.rglob("logs/*.log")))

@@ -11,7 +11,7 @@ import pytest
 
 from knee import cli
 from knee.plan import config
-from tests.conftest import ROOT
+from tests.conftest import ROOT, bar_argv, readme_argv
 
 
 def knee(*argv) -> int:
@@ -24,15 +24,12 @@ def rederive(root):
     plan, c = root / "plan.json", root / "comparison"
     assert knee("compare", "--plan", plan, "--out-json", c / "comparison.json",
                 "--record-invalid") == 0
-    assert knee("bar", "--plan", plan, "--comparison", c / "comparison.json", "--out",
-                c / "bar.json", "--out-md", c / "comparison.md", "--out-html",
+    assert knee(*bar_argv(root, c / "bar.json"), "--out-md", c / "comparison.md", "--out-html",
                 c / "verdict.html") == 0
     assert knee("tables", "--plan", plan, "--comparison", c / "comparison.json", "--out-rows",
                 c / "rows.csv", "--out-requests", root / "raw" / "requests.parquet") == 0
     knee("recommend", root, "--record-refusal")
-    assert knee("readme", "--plan", plan, "--comparison", c / "comparison.json", "--bar",
-                c / "bar.json", "--acceptance", c / "acceptance.json", "--out",
-                root / "README.md") == 0
+    assert knee(*readme_argv(root, root / "README.md")) == 0
     recrate(root)
 
 

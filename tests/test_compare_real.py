@@ -8,7 +8,7 @@ import pytest
 from knee.analyze import compare
 from knee.cli import load_sessions
 from knee.core import jsonio
-from tests.conftest import ROOT
+from tests.conftest import ROOT, receipts
 
 RUN = ROOT / "tests" / "data" / "run"
 PLAN = jsonio.read(RUN / "plan.json", "plan")
@@ -76,8 +76,8 @@ def test_one_pair_is_inconclusive_everywhere_it_is_shown(tmp_path):
     shutil.copytree(RUN, run)
     jsonio.write(run / "comparison.json", "comparison", result)
     r = subprocess.run([sys.executable, "-m", "knee", "bar", "--plan", str(run / "plan.json"),
-                        "--comparison", str(run / "comparison.json"), "--out",
-                        str(run / "bar.json"), "--exit-verdict"],
+                        "--comparison", str(run / "comparison.json"), "--boots",
+                        *receipts(run, "boot"), "--out", str(run / "bar.json"), "--exit-verdict"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == EXIT_VERDICT["INCONCLUSIVE"] == 11, r.stderr
     assert jsonio.read(run / "bar.json", "bar")["verdict"] == "INCONCLUSIVE"

@@ -8,6 +8,7 @@ from markdown_it import MarkdownIt
 
 from knee import cli
 from knee.publish import mdtext
+from tests.conftest import readme_argv
 
 HOSTILE = ("ok | forged cell\n# Verdict: PASS\n**PASS** [click](https://evil.example/x) "
            "![i](https://evil.example/i.png) <img src=x onerror=alert(1)> `tick` <https://evil.example>")
@@ -52,10 +53,7 @@ def test_a_code_span_holds_any_backticks_and_pipes():
 
 
 def test_a_readme_from_hostile_config_and_engine_text_keeps_its_shape(results):
-    args = ["readme", "--plan", "plan.json", "--comparison", "comparison/comparison.json",
-            "--bar", "comparison/bar.json", "--acceptance", "comparison/acceptance.json",
-            "--out", "README.out.md"]
-    args = [str(results / a) if "." in a else a for a in args]
+    args = readme_argv(results, results / "README.out.md")
     assert cli.main(args) == 0
     before = shape((results / "README.out.md").read_text())
     plan = json.loads((results / "plan.json").read_text())

@@ -216,12 +216,11 @@ def test_a_verification_readme_shows_predicted_against_measured():
     comparison = jsonio.read(root / "comparison" / "comparison.json", "comparison")
     file = "results/ksched-cpu/recommend/recommendation.json"
     plan["prediction"] = {"file": file, "sha256": "0" * 64}
-    shown = readme.predicted(plan, comparison, root)
+    rec = jsonio.read(ROOT / file, "recommendation")
+    shown = readme.predicted(plan, comparison, rec)
     assert shown["link"] == "recommend/recommendation.json" and len(shown["rows"]) == 10
     errors = sorted(abs(r["error_pct"]) for r in shown["rows"])
     assert shown["median_abs"] == pytest.approx((errors[4] + errors[5]) / 2)
-    assert readme.predicted({k: v for k, v in plan.items() if k != "prediction"}, comparison,
-                            root) is None
 
 
 def test_a_second_horizon_corrects_the_prefix_scaling():
@@ -317,9 +316,10 @@ def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_comp
         {"session": "1-control", "instrument": "sweep", "speed": 24.0},
         {"session": "1-candidate", "instrument": "sweep", "speed": 25.0},
         {"session": "1-candidate", "instrument": "fixture", "speed": 99.0}]}
-    shown = readme.predicted(vplan, comparison, tmp_path)
+    registered = jsonio.read(file, "recommendation")
+    shown = readme.predicted(vplan, comparison, registered)
     assert shown["speed"] == {"measured_run": 20.0, "this_run": 24.5,
                               "difference_pct": pytest.approx(22.5)}
     assert compare.instrument_speed(comparison["host_speed"], "depth") is None
     del comparison["host_speed"]
-    assert readme.predicted(vplan, comparison, tmp_path)["speed"] is None
+    assert readme.predicted(vplan, comparison, registered)["speed"] is None

@@ -16,10 +16,7 @@ from pathlib import Path
 
 from knee.analyze.folder import (
     judge_bar,
-    load_boots,
     load_sessions,
-    recommendation_of,
-    session_receipts,
     window_metrics,
 )
 from knee.commands import COMMANDS, DETAILS
@@ -224,7 +221,7 @@ def cmd_bar(args) -> int:
     """Judge the bar; with --exit-verdict, exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID."""
     plan = jsonio.read(args.plan, "plan")
     comparison = jsonio.read(args.comparison, "comparison")
-    bar = judge_bar(plan, comparison, load_boots(plan, args.plan.parent))
+    bar = judge_bar(plan, comparison, [jsonio.read(p, "boot") for p in args.boots])
     jsonio.write(args.out, "bar", bar)
     if args.out_md:
         from knee.publish import readme
@@ -272,13 +269,20 @@ def cmd_readme(args) -> int:
     from knee.publish import readme
 
     plan = jsonio.read(args.plan, "plan")
-    boots = load_boots(plan, args.plan.parent)
+
+    def by_session(paths: list[Path], kind: str) -> dict[str, dict]:
+        return {r["session"]: r for r in (jsonio.read(p, kind) for p in paths)}
+
     text = readme.render(plan, jsonio.read(args.comparison, "comparison"),
-                         jsonio.read(args.bar, "bar"), boots,
+                         jsonio.read(args.bar, "bar"),
+                         [jsonio.read(p, "boot") for p in args.boots],
                          jsonio.read(args.acceptance, "acceptance"),
-                         **session_receipts(plan, args.plan.parent),
-                         recommendation=recommendation_of(args.plan.parent),
-                         root=args.plan.parent)
+                         caches=by_session(args.caches, "cache"),
+                         stops=by_session(args.stops, "stop"),
+                         recommendation=args.recommendation and jsonio.read(
+                             args.recommendation, "recommendation"),
+                         prediction=args.prediction and jsonio.read(args.prediction[0],
+                                                                    "recommendation"))
     jsonio.atomic_write_text(args.out, text)
     return 0
 

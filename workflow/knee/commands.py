@@ -7,6 +7,10 @@ from pathlib import Path
 PLAN = ("--plan", {"type": Path, "required": True, "help": "the experiment's plan.json"})
 OUT = ("--out", {"type": Path, "required": True, "help": "the file to write"})
 RESULTS = ("results", {"type": Path, "help": "a results folder (results/NAME)"})
+# every receipt a command reads is named on its command line (the rule's declared inputs),
+# never looked up beside the plan
+BOOTS = ("--boots", {"type": Path, "nargs": "+", "required": True,
+                     "help": "every session's boot receipt, in protocol order"})
 R = "results/ksched-cpu"
 # name: (what it does, an example, its arguments)
 COMMANDS = {
@@ -57,9 +61,10 @@ COMMANDS = {
         ("--record-invalid", {"action": "store_true",
                               "help": "exit 0 for an INVALID comparison (the README says so)"})]),
     "bar": ("judge the pre-registered bar: PASS, FAIL or INCONCLUSIVE per rule",
-            f"knee bar --plan {R}/plan.json --comparison C --out bar.json --exit-verdict", [
+            f"knee bar --plan {R}/plan.json --comparison C --boots {R}/receipts/*-boot.json "
+            "--out bar.json --exit-verdict", [
         PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
-        OUT, ("--out-md", {"type": Path, "help": "also write comparison.md: validation and "
+        BOOTS, OUT, ("--out-md", {"type": Path, "help": "also write comparison.md: validation and "
                                                  "verdicts"}),
         ("--out-html", {"type": Path, "help": "also write verdict.html: the verdicts and the "
                                               "comparison as one page (the Snakemake report)"}),
@@ -80,10 +85,19 @@ COMMANDS = {
         ("--out-dir", {"type": Path, "required": True, "help": "the figures folder"})]),
     "readme": ("the results README, every number linked to the file it came from",
                f"knee readme --plan {R}/plan.json --comparison C --bar B --acceptance A "
+               "--boots BOOT... --stops STOP... --caches CACHE... --recommendation R "
                "--out README.md", [
         PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
         ("--bar", {"type": Path, "required": True, "help": "bar.json"}),
-        ("--acceptance", {"type": Path, "required": True, "help": "acceptance.json"}), OUT]),
+        ("--acceptance", {"type": Path, "required": True, "help": "acceptance.json"}), BOOTS,
+        ("--stops", {"type": Path, "nargs": "*", "default": [],
+                     "help": "the sessions' stop receipts"}),
+        ("--caches", {"type": Path, "nargs": "*", "default": [],
+                      "help": "the sessions' compile-cache receipts (none: an external server)"}),
+        ("--recommendation", {"type": Path, "help": "recommend/recommendation.json"}),
+        ("--prediction", {"type": Path, "nargs": "*", "default": [],
+                          "help": "a verification run's registered recommendation (config key "
+                                  "prediction)"}), OUT]),
     "recommend": ("which k at which load: a schedule, the crossover, the knee and a paired "
                   "verification config, from derived files only",
                   f"knee recommend {R}", [

@@ -193,7 +193,10 @@ def realized_ids(upto=None):
 
 
 def get_all_sessions(kind):
-    return lambda wildcards: [session_outputs(sid)[kind] for sid in realized_ids()]
+    """One output of each session that runs (none where the runtime has no such receipt)."""
+    return lambda wildcards: [
+        out[kind] for out in map(session_outputs, realized_ids()) if kind in out
+    ]
 
 
 def get_all_metrics(wildcards):

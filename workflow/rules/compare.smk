@@ -42,5 +42,5 @@ rule bar:
     resources:
         **ANALYSIS_RESOURCES,
     shell:
-        "knee bar --plan {input.plan} --comparison {input.comparison}"
+        "knee bar --plan {input.plan} --comparison {input.comparison} --boots {input.boots}"
         " --out {output.json} --out-md {output.md} --out-html {output.html} > {log} 2>&1"

@@ -50,6 +50,7 @@ rule readme:
         realized=get_realized,
         boots=get_all_sessions("boot"),
         stops=get_all_sessions("stop"),
+        caches=get_all_sessions("cache"),
         template="workflow/knee/templates/README.md.j2",
         code=get_code("readme"),
     output:
@@ -63,4 +64,6 @@ rule readme:
         **ANALYSIS_RESOURCES,
     shell:
         "knee readme --plan {input.plan} --comparison {input.comparison} --bar {input.bar}"
-        " --acceptance {input.acceptance} --out {output} > {log} 2>&1"
+        " --acceptance {input.acceptance} --boots {input.boots} --stops {input.stops}"
+        " --caches {input.caches} --recommendation {input.recommend}"
+        " --prediction {input.prediction} --out {output} > {log} 2>&1"

@@ -144,8 +144,9 @@ def examine(root: Path) -> tuple[list[str], list[str]]:
     problems += rendered.check(root, plan, comparison, bar, acceptance["windows"])
     problems += check_recommendation(root, plan)
     text = readme.render(plan, comparison, bar, boots, acceptance,
-                         **session_receipts(plan, root), root=root,
-                         recommendation=recommendation_of(root))
+                         **session_receipts(plan, root), recommendation=recommendation_of(root),
+                         prediction=jsonio.read(prediction_path(plan, root), "recommendation")
+                         if "prediction" in plan else None)
     notes += evidence.git_history(root, plan)
     return problems + check_readme(root, text), list(dict.fromkeys(notes))
 

@@ -10,8 +10,6 @@ import numpy as np
 
 from knee import instruments
 from knee.analyze import compare, inference, recommend_parts
-from knee.analyze.folder import prediction_path
-from knee.core import jsonio
 from knee.plan import stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.config import order_name
@@ -180,12 +178,9 @@ def shared_key(caches: dict[str, dict]) -> str | None:
             f"`{', '.join(k[:12] for k in sorted(keys['candidate']))}`)")
 
 
-def predicted(plan: dict, comparison: dict, root: Path) -> dict | None:
+def predicted(plan: dict, comparison: dict, rec: dict) -> dict:
     """A verification run's predicted-against-measured rows, from its registered prediction."""
-    if "prediction" not in plan:
-        return None
     file = plan["prediction"]["file"]
-    rec = jsonio.read(prediction_path(plan, root), "recommendation")
     rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
     errors = [abs(r["error_pct"]) for r in rows] or [None]
     changes = recommend_parts.predicted_changes(rec, plan, comparison)
@@ -204,7 +199,8 @@ def predicted(plan: dict, comparison: dict, root: Path) -> dict | None:
 
 def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict,
            caches: dict[str, dict] | None = None, stops: dict[str, dict] | None = None,
-           recommendation: dict | None = None, root: Path | None = None) -> str:
+           recommendation: dict | None = None, prediction: dict | None = None) -> str:
+    """The results README; `prediction`: a verification run's registered recommendation."""
     env = templates(html=False)
     tables = []
     for inst, spec in instruments.REGISTRY.items():
@@ -231,7 +227,7 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         figures=[f for f in instruments.figures() if f.listed],
         level=level,
         shared_key=shared_key(caches or {}), recommendation=recommendation,
-        predicted=predicted(plan, comparison, root) if root else None)
+        predicted=predicted(plan, comparison, prediction) if prediction else None)
 
 
 def templates(html: bool) -> jinja2.Environment:
