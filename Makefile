@@ -7,7 +7,7 @@ CONFIG ?= config/config.yaml
 # results/<name> (e.g. results/ksched-cpu) stays as it was measured
 NAME ?= $(shell $(BIN)/knee validate-config --print-name $(CONFIG))-local
 
-.PHONY: run test lint venv clean-venv
+.PHONY: run test test-fast lint venv clean-venv
 
 venv: $(BIN)/knee
 
@@ -22,6 +22,10 @@ run: venv
 
 test: venv
 	$(BIN)/pytest -ra
+
+# the unit tier: no Snakemake run, no engine, no service (tests/conftest.py keeps it so)
+test-fast: venv
+	$(BIN)/pytest -ra -m "not workflow and not engine and not docker and not slurm"
 
 lint: venv
 	$(BIN)/ruff check workflow tests bench

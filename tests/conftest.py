@@ -75,6 +75,29 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("tests with the wrong marker:\n" + "\n".join(wrong))
 
 
+# the tiers: `make test-fast` runs what no marker here selects (the unit tests, in-process)
+SLOW = ("workflow", "engine", "docker", "slurm")
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier_runs_no_snakemake(request, monkeypatch):
+    """A test outside the slow tiers that starts Snakemake fails, naming the marker it needs:
+    the fast tier stays fast because it cannot grow a workflow run unseen."""
+    if any(request.node.get_closest_marker(m) for m in SLOW):
+        return
+    real = subprocess.Popen.__init__
+
+    def guarded(self, args, *rest, **kwargs):
+        words = [str(a) for a in (args if isinstance(args, (list, tuple)) else [args])]
+        if any("snakemake" in w for w in words):
+            self._child_created = False  # nothing was started: Popen's cleanup has nothing to do
+            raise AssertionError(f"{request.node.nodeid} starts Snakemake ({' '.join(words)}):"
+                                 " mark it workflow")
+        real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+
+
 @pytest.fixture
 def toy():
     """The toy instrument (tests/toy_instrument.py) registered for one test."""

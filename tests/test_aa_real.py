@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from knee.analyze import aa
 from knee.core import jsonio
 from tests.conftest import ROOT, engine_processes
@@ -35,6 +37,7 @@ def test_the_published_aa_experiment_reports_its_false_positives_and_mde():
         assert r["mde_pct"] > 0 and f"{r['mde_pct']:.1f}%" in readme
 
 
+@pytest.mark.workflow
 def test_a_published_run_rederives_with_stopping_by_precision_and_boots_nothing(tmp_path):
     """The A/A run's raw files, planned again as {min: 2, max: 3}: the decide checkpoint looks
     after pair 2 and the DAG grows (or not) from its decision; no engine is started."""

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import uuid
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT
@@ -44,6 +45,7 @@ def planned(tmp_path, *form: str, name: str) -> dict:
         subprocess.run(["rm", "-rf", str(plan.parent)], check=False)
 
 
+@pytest.mark.workflow
 def test_both_forms_plan_the_same_jobs_and_the_same_plan(tmp_path):
     path, name = unique_config(tmp_path, "config/ksched.yaml")
     given = snakemake("-n", "--configfile", str(path))
@@ -56,6 +58,7 @@ def test_both_forms_plan_the_same_jobs_and_the_same_plan(tmp_path):
     assert a == b and a["config_file"] == str(path)
 
 
+@pytest.mark.workflow
 def test_the_published_config_plans_its_published_folder_under_configfile():
     """`snakemake -n --configfile config/config.yaml` takes results/ksched-cpu as measured by
     it (the same config hash): no session to run, no plan to make again."""
@@ -64,6 +67,7 @@ def test_the_published_config_plans_its_published_folder_under_configfile():
     assert "rule session:" not in r.stdout and "rule plan:" not in r.stdout
 
 
+@pytest.mark.workflow
 def test_several_configfiles_merge_as_snakemake_merges_them(tmp_path):
     base, name = unique_config(tmp_path, "config/config.yaml")
     over = tmp_path / "more-pairs.yaml"
@@ -76,6 +80,7 @@ def test_several_configfiles_merge_as_snakemake_merges_them(tmp_path):
     assert plan["config_file"] == f"{base} + {over}"
 
 
+@pytest.mark.workflow
 def test_a_bad_value_fails_the_same_way_under_both_forms(tmp_path):
     path, _ = unique_config(tmp_path, "config/config.yaml")
     path.write_text(path.read_text().replace("pairs: 3", "pairs: 0"))
@@ -87,6 +92,7 @@ def test_a_bad_value_fails_the_same_way_under_both_forms(tmp_path):
     assert messages[0] == messages[1] and str(path) in messages[0] and "0" in messages[0]
 
 
+@pytest.mark.workflow
 def test_configfile_and_an_experiment_setting_together_are_refused(tmp_path):
     r = snakemake("-n", "--configfile", "config/config.yaml", "--config",
                   "experiment=config/aa-cpu.yaml")

@@ -31,6 +31,7 @@ def test_the_environment_is_named_by_the_file_it_is_built_from(default_config):
     assert places.engine_python({"python": "/opt/x/bin/python3"}) == "/opt/x/bin/python3"
 
 
+@pytest.mark.workflow
 def test_snakemake_builds_it_before_the_model_and_the_sessions(tmp_path, default_config):
     import yaml
 

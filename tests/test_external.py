@@ -97,6 +97,7 @@ def cfg_model_name(root):
     return jsonio.read(root / "plan.json", "plan")["model"]["name"]
 
 
+@pytest.mark.workflow
 def test_an_external_server_that_does_not_answer_is_refused_before_a_session(
         default_config, tmp_path, results_dir):
     cfg = external_config(default_config, {"control": endpoint.free_port("127.0.0.1"),

@@ -111,6 +111,7 @@ def every_refuses(case, folder) -> list[str]:
     return wrong
 
 
+@pytest.mark.workflow
 def test_snakemake_refuses_in_both_forms(tmp_path):
     """Both forms on the text cases and one case of each stage (two at a time: each is a
     Python start and a parse)."""
@@ -125,6 +126,7 @@ def test_snakemake_refuses_in_both_forms(tmp_path):
 
 
 @pytest.mark.parametrize("case", COMMAND_LINE, ids=lambda c: c[0])
+@pytest.mark.workflow
 def test_refused_on_the_command_line(case):
     _, argv, expect = case
     before = written()
@@ -132,6 +134,7 @@ def test_refused_on_the_command_line(case):
     assert written() == before
 
 
+@pytest.mark.workflow
 def test_a_template_is_never_evaluated(tmp_path):
     """YTE code in an experiment file does not run under the documented command."""
     marker = tmp_path / "ran"
@@ -147,6 +150,7 @@ def test_a_template_is_never_evaluated(tmp_path):
     assert str(path) in out
 
 
+@pytest.mark.workflow
 def test_a_measured_folder_keeps_its_plan(tmp_path):
     """The published example's plan is what its sessions ran under: the workflow has no rule
     that would make it again, and another config under its name is refused with the keys that
@@ -172,6 +176,7 @@ def test_make_run_names_results_after_the_config():
     assert "--configfile config/aa-cpu.yaml --config name=aa-cpu-local" in r.stdout, r.stdout
 
 
+@pytest.mark.workflow
 def test_an_experiment_may_share_a_name_with_the_snakefile(tmp_path):
     """An experiment called `workflow` in an experiments list is an experiment like any other
     (its module is not named after it, so it shadows nothing)."""

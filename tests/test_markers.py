@@ -65,3 +65,25 @@ def test_a_test_with_the_wrong_engine_marker_stops_the_collection(tmp_path):
     assert "test_boots_unmarked: needs the engine, not marked engine" in out
     assert "test_marked_never_boots: marked engine, never boots it" in out
     assert "test_right" not in out.split("wrong marker")[1]
+
+
+STARTS_SNAKEMAKE = '''import subprocess
+import sys
+
+import pytest
+
+
+def test_unmarked():
+    subprocess.run([sys.executable, "-m", "snakemake", "--version"], check=True)
+
+
+@pytest.mark.workflow
+def test_marked():
+    subprocess.run([sys.executable, "-m", "snakemake", "--version"], capture_output=True)
+'''
+
+
+def test_a_test_outside_the_slow_tiers_cannot_start_snakemake(tmp_path):
+    r = run_marked(tmp_path, ci=False, text=STARTS_SNAKEMAKE)
+    assert r.returncode == 1 and "1 failed, 1 passed" in r.stdout, r.stdout
+    assert "test_unmarked starts Snakemake" in r.stdout and "mark it workflow" in r.stdout

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from knee.core import jsonio
 from tests.conftest import ROOT
 
@@ -13,6 +15,7 @@ EXPERIMENT = ["--config", "experiment=config/config.yaml"]
 PUBLISHED = ROOT / "results" / "ksched-cpu"
 
 
+@pytest.mark.workflow
 def test_the_published_example_rerenders_identically_and_reports(tmp_path):
     r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *EXPERIMENT],
                        cwd=ROOT, capture_output=True, text=True, timeout=900)

@@ -50,6 +50,7 @@ def test_alpha_is_spent_over_the_looks():
     assert stopping.alpha_per_look(0.05, {"min": 2, "max": 6}) == pytest.approx(0.01)
 
 
+@pytest.mark.workflow
 def test_dry_run_grows_the_dag_pair_by_pair(tmp_path, default_config):
     default_config["name"] = "dry-stopping"
     default_config["protocol"]["pairs"] = {"min": 2, "max": 3}

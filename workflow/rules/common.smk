@@ -6,6 +6,7 @@ import sys
 from knee.plan import config as knee_config
 from knee import deps as knee_deps
 from knee.plan import places as knee_places
+from knee.plan import runtimes as knee_runtimes
 from knee.core import prompts as knee_prompts
 from knee.core import rawfiles as knee_rawfiles
 from knee.plan import stopping as knee_stopping
@@ -40,7 +41,9 @@ FIGURES = [f.name for f in knee_instruments.figures()]
 PROMPT_FILES = [str(p) for p in knee_prompts.fixture_files(PLAN["instruments"])]
 # Jobs run `knee` from the environment Snakemake runs in, activated or not.
 os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), os.getenv("PATH", "")]))
-CLEANUP_FLAGS = "--docker" if PLAN["runtime"]["kind"] == "docker" else ""
+# what the runtime is (knee.plan.runtimes): the rules ask it, never its kind
+RUNTIME = knee_runtimes.of(PLAN)
+CLEANUP_FLAGS = RUNTIME.cleanup_flags
 ENGINE_VENV = "resources/engine-venv"
 # runtime.engine: an existing engine environment (a GPU host's Python with vLLM); else the
 # embedded CPU engine, built by rule engine_env
@@ -78,7 +81,7 @@ wildcard_constraints:
 
 def get_model_input(wildcards):
     """The generated model is a workflow output; a given model path is used as it is."""
-    if not MODEL["generated"] or PLAN["runtime"]["kind"] == "external":
+    if not MODEL["generated"] or not RUNTIME.boots:
         return []
     return unless_published(wildcards.sid, [MODEL["path"]])
 
@@ -99,10 +102,8 @@ def unless_published(sid, paths):
 def get_engine_input(wildcards):
     """Facts about the engine a session boots: the embedded engine environment (process
     runtime) or the checked, pulled image (docker)."""
-    if PLAN["runtime"]["kind"] == "docker":
-        return [f"{R}/receipts/image.json"]
-    if PLAN["runtime"]["kind"] == "external":
-        return [f"{R}/receipts/servers.json"]
+    if RUNTIME.facts_receipt:
+        return [f"{R}/receipts/{RUNTIME.facts_receipt}"]
     return unless_published(wildcards.sid, [ENGINE_FACTS])
 
 
@@ -153,7 +154,7 @@ def session_outputs(sid):
         "stop": f"{R}/receipts/{sid}-stop.json",
         "cache": f"{R}/receipts/{sid}-cache.json",
     }
-    if PLAN["runtime"]["kind"] == "external":  # no compile cache is knee's to see
+    if not RUNTIME.compile_cache:  # an external server's is not knee's to see
         del out["cache"]
     # compressed, or plain where an older session wrote them so (knee.core.rawfiles)
     gz = knee_rawfiles.suffix(f"{R}/raw/{sid}", INSTRUMENTS)

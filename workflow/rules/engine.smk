@@ -103,7 +103,7 @@ if not knee_config.plan_fixed(R):
             " --out {output} > {log} 2>&1"
 
 
-if PLAN["runtime"]["kind"] == "external":
+if not RUNTIME.boots:
 
     rule servers:
         """External runtime: each arm's running server, checked and described once before the

@@ -14,6 +14,7 @@ import time
 
 from knee.core.errors import KneeError
 from knee.measure.hostspeed import ChildSampler
+from knee.plan import runtimes
 
 INTERVAL_S = 0.25
 # nvmlClocksEventReasons (formerly throttle reasons), bit by bit
@@ -30,8 +31,8 @@ def ids(runtime: dict) -> list[int] | None:
     None for every other runtime (docker's gpus is the container's request, "all" or a count)
     and where no GPU is named: then no GPU code runs."""
     gpus = runtime.get("gpus")
-    return list(gpus) if runtime.get("kind") == "process" and isinstance(gpus, list) and gpus \
-        else None
+    return list(gpus) if runtimes.of_section(runtime).gpu_ids and isinstance(gpus, list) \
+        and gpus else None
 
 
 def nvml():

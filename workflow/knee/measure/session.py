@@ -27,12 +27,10 @@ from knee.analyze.folder import instrument_names
 from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
 from knee.measure import cache, gpu, hostfacts, hostspeed, listening, progress, receipts
-from knee.measure.runtime import endpoint
-from knee.measure.runtime.external import External
+from knee.measure.runtime import docker, endpoint, external, process
 from knee.measure.runtime.process import Engine, split_cpus
 from knee.measure.runtime.target import Target
-from knee.plan import arms, engineflags, places, secrets
-from knee.plan.arms import server_argv
+from knee.plan import arms, engineflags, places, runtimes, secrets
 
 
 def _raise_on_signal(signum, _frame):
@@ -64,14 +62,14 @@ class Session:
     log: Path = field(init=False)
     cache_root: Path = field(init=False)
     started: float = field(init=False)  # monotonic seconds when the session began
-    external: bool = field(init=False)  # a server knee does not boot (runtime.kind external)
+    runtime: runtimes.Runtime = field(init=False)  # what the runtime is (knee.plan.runtimes)
 
     def __post_init__(self) -> None:
         self.started = time.monotonic()
         self.info = session_info(self.plan, self.sid)
         self.arm = self.plan["arms"][self.info["arm"]]
         self.rt = self.plan["runtime"]
-        self.external = self.rt["kind"] == "external"
+        self.runtime = runtimes.of(self.plan)
         self.staging = self.root / ".staging" / self.sid
         self.log = self.root / "logs" / "engine" / f"{self.sid}.log"
         self.cache_root = Path(self.rt["cache_dir"]).resolve()
@@ -93,7 +91,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     engine_facts = jsonio.read(engine_info)
     check_flags(s, engine_facts)
     engine_facts = {k: v for k, v in engine_facts.items() if k != "options"}
-    if s.external:
+    if not s.runtime.boots:
         engine_facts = engine_facts[s.info["arm"]]
         arm_key, expected, snap_before = None, None, None
     else:
@@ -161,44 +159,17 @@ def prepare_folders(s: Session) -> None:
         s.log.rename(s.log.with_suffix(f".{int(time.time())}.log"))
 
 
-# what the engine process takes from knee's environment (locale, user, paths; nothing that
-# configures vLLM, torch or a hub): recorded in the boot receipt as env_inherited
-INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
-
-
 def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
                 engine_cpus: list[int] | None) -> tuple[Engine, dict]:
-    """The engine (a process or a container) and what its boot receipt says of its launch."""
-    if s.external:
-        server = s.rt["servers"][s.info["arm"]]
-        engine = External(server["url"], server.get("metrics_url"), s.log)
-        return engine, {"argv": [], "env": {}, "external": engine.facts()}
-    port = s.rt.get("port") or endpoint.free_port(s.rt["host"])
-    if s.rt["kind"] == "docker":
-        return container_engine(s.plan, s.sid, s.arm, model, engine_facts, s.log, port,
-                                s.cache_root, engine_cpus)
-    env = {**(s.rt.get("engine") or {}).get("env", {}), **s.arm.get("env", {}),
-           "VLLM_CACHE_ROOT": str(s.cache_root)}
-    if gpu.ids(s.rt):
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu.ids(s.rt)))
-    # knee's own environment is not the engine's: an exported HF_TOKEN or VLLM_* would change
-    # it unrecorded; it gets the names in INHERITED, the config's env and its secret_env
-    inherited = {k: os.environ[k] for k in INHERITED if k in os.environ}
-    secret = {k: os.environ[k] for k in s.arm.get("secret_env", []) if k in os.environ}
-    argv = server_argv(python, s.arm, model["path"], model["name"], s.rt["host"], port)
-    engine = Engine(argv=argv, env={**inherited, **secret, **env}, log=s.log, host=s.rt["host"],
-                    port=port, pidfile=s.root / ".run" / f"{s.sid}.pid", cpus=engine_cpus,
-                    inherit=False)
-    return engine, {"argv": secrets.redact_argv(argv), "env": secrets.redact_env(
-        {**env, "VLLM_CACHE_ROOT": receipts.shown(s.cache_root)}, s.arm.get("secret_env", [])),
-        "env_inherited": secrets.redact_env(inherited)}
+    """The engine of the session's runtime and what its boot receipt says of its launch."""
+    return LAUNCH[s.runtime.kind](s, model, engine_facts, python, engine_cpus)
 
 
 def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
          snap_before: dict) -> None:
     """Start the engine, wait until it serves, and write the cache and boot receipts (an
     external server: wait until it answers; no compile cache is knee's to see)."""
-    cache_before = None if s.external else receipts.compile_cache(s.cache_root)
+    cache_before = receipts.compile_cache(s.cache_root) if s.runtime.compile_cache else None
     started = now()
     engine.start()
     boot_s = engine.wait_healthy(s.rt["boot_timeout_s"])
@@ -206,15 +177,16 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
     hardware = receipts.hardware()
     if gpu.ids(s.rt):
         hardware["nvml"] = gpu.facts(gpu.nvml(), gpu.ids(s.rt))
-    if s.rt["kind"] == "process":
+    if s.runtime.child_process:
         facts = {**facts, "listening": listening.check(
             engine.proc.pid, s.rt["host"], engine.port, s.rt.get("internal_listeners"), s.sid)}
-    if not s.external:
+    if s.runtime.boots:  # the engine's log is knee's
         log = s.log.read_text(errors="replace")  # read once: the cache and the engine's settings
-        cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before, log)
+        if s.runtime.compile_cache:
+            cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before, log)
         facts = {**facts, "engine_resolved": resolved.read(log)}
     s.receipt("boot", {
-        **pair_arm, "runtime": s.rt["kind"], "started_at": started,
+        **pair_arm, "runtime": s.runtime.kind, "started_at": started,
         "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,
         "server": secrets.redact_arm(s.arm), "hardware": hardware,
         "config_sha256": s.plan["config_sha256"], "bar_sha256": s.plan["bar_sha256"],
@@ -266,37 +238,7 @@ def used(s: Session) -> dict:
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / mib
     return {"wall_s": round(time.monotonic() - s.started, 3),
             "knee_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / mib, 1),
-            "engine_peak_rss_mib": round(child, 1) if s.rt["kind"] == "process" else None}
-
-
-def container_engine(plan: dict, sid: str, arm: dict, model: dict, image: dict, log: Path,
-                     port: int, cache_root: Path, cpus: list[int] | None):
-    """The docker runtime's engine: the pinned image (checked and pulled again on this node),
-    the server listening on all of the container's interfaces, published on runtime.host."""
-    from knee.measure.runtime import docker
-
-    rt = plan["runtime"]
-    docker.pull(rt["image"])
-    cache_root.mkdir(parents=True, exist_ok=True)
-    python, *command = server_argv("python", arm, docker.MODEL_MOUNT, model["name"], "0.0.0.0",
-                                   docker.CONTAINER_PORT)
-    env = {**arm.get("env", {}), "VLLM_CACHE_ROOT": docker.CACHE_MOUNT}
-    secret_env = arm.get("secret_env", [])
-    engine = docker.Container(
-        image=image["pinned_ref"], command=command[2:],
-        env={**env, **{k: os.environ[k] for k in secret_env}}, log=log, host=rt["host"],
-        port=port, model_dir=str(Path(model["path"]).resolve()), cache_dir=str(cache_root),
-        labels={docker.LABEL_EXPERIMENT: plan["name"], docker.LABEL_SESSION: sid},
-        gpus=rt.get("gpus"), shm_size=rt.get("shm_size"), cpus=cpus,
-        name=f"knee-{plan['name']}-{sid}")
-    spec = engine.run_spec()
-    shown = {**spec, "command": secrets.redact_argv(spec["command"]),
-             "environment": secrets.redact_env(env, secret_env), "device_requests": repr(
-        spec.get("device_requests", [])), "volumes": {
-            receipts.shown(k): v for k, v in spec["volumes"].items()}}
-    return engine, {"argv": secrets.redact_argv([python, *command]),
-                    "env": secrets.redact_env(env, secret_env), "container": shown,
-                    "image_digest": image["digest"]}
+            "engine_peak_rss_mib": round(child, 1) if s.runtime.child_process else None}
 
 
 def preflight(plan: dict, arm_name: str) -> None:
@@ -372,3 +314,8 @@ def publish(staging: Path, root: Path) -> None:
         dst.parent.mkdir(parents=True, exist_ok=True)
         os.replace(src, dst)
     shutil.rmtree(staging, ignore_errors=True)
+
+
+# how each runtime kind (knee.plan.runtimes) launches its engine: its module's launch(session,
+# model, engine facts, python, engine CPUs) -> (engine, what the boot receipt says of it)
+LAUNCH = {"process": process.launch, "docker": docker.launch, "external": external.launch}

@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from knee.core.errors import KneeError
-from knee.plan import engineflags, secrets
+from knee.plan import engineflags, runtimes, secrets
 
 ARMS = ("control", "candidate")
 NO_VARIABLE = "none"  # an A/A experiment: the two arms are identical
@@ -201,11 +201,13 @@ def check_servers(config: dict, source: str) -> None:
     """The servers' flags; every one an option of the embedded engine where knee boots it (an
     engine environment's own options are checked when a session starts, knee.measure.session)."""
     rt = config["runtime"]
-    options = engineflags.recorded() if rt["kind"] == "process" and "engine" not in rt else None
+    runtime = runtimes.of(config)
+    # the embedded engine's options are known; an engine environment's or image's are its own
+    options = engineflags.recorded() if runtime.engine_env and "engine" not in rt else None
     check_server(config["server"], "server", source, options)
     for arm in ARMS:
         check_server(config["arms"].get(arm) or {}, f"arms.{arm}", source, options)
-    if rt["kind"] == "external" and config["variable"] != "none":
+    if not runtime.boots and config["variable"] != "none":
         check_two_servers(rt["servers"], source)
 
 

@@ -13,7 +13,7 @@ from knee import instruments
 from knee.core import jsonio
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
-from knee.plan import configfile, places, secrets, stopping
+from knee.plan import configfile, places, runtimes, secrets, stopping
 from knee.plan.arms import (
     ARMS,
     NO_VARIABLE,
@@ -353,11 +353,12 @@ def check_engine(config: dict, arms: dict, source: str) -> None:
     """A config-only model is served by an engine that draws its weights (load-format dummy);
     an engine environment and GPUs belong to the process runtime."""
     rt = config["runtime"]
-    if "engine" in rt and rt["kind"] != "process":
+    runtime = runtimes.of(config)
+    if "engine" in rt and not runtime.engine_env:
         raise KneeError(f"{source}: runtime.engine: only the process runtime boots an engine "
-                        f"environment of knee's choosing, not {rt['kind']!r}")
+                        f"environment of knee's choosing, not {runtime.kind!r}")
     gpus = rt.get("gpus")
-    if rt["kind"] == "process" and gpus is not None and not (
+    if runtime.gpu_ids and gpus is not None and not (
             isinstance(gpus, list) and gpus and all(type(g) is int for g in gpus)):
         raise KneeError(f"{source}: runtime.gpus: {gpus!r}: the process runtime takes a list of "
                         "GPU ids, e.g. [0] (CUDA_VISIBLE_DEVICES)")

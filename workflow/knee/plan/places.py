@@ -9,6 +9,7 @@ from pathlib import Path
 
 from knee.core import jsonio, prompts
 from knee.core.errors import KneeError
+from knee.plan import runtimes
 from knee.plan.arms import resolve_arms
 
 # directories a config must never hand to the engine (read, or mount read-write)
@@ -157,8 +158,9 @@ def check(config: dict, source: str) -> None:
     """Every path and CPU of a validated config, on this machine. A session run elsewhere (a
     Slurm job) checks its model and CPUs again on its node before it boots."""
     rt = config["runtime"]
-    if rt["kind"] == "docker" and "image" not in rt:
-        raise KneeError(f"{source}: runtime.image: the docker runtime needs an image "
+    runtime = runtimes.of(config)
+    if runtime.image and "image" not in rt:
+        raise KneeError(f"{source}: runtime.image: the {runtime.kind} runtime needs an image "
                         "({ref, digest}) to boot")
     check_cache_dir(rt["cache_dir"], source)
     if "requirements" in rt.get("engine", {}):
@@ -170,9 +172,9 @@ def check(config: dict, source: str) -> None:
         check_prompts(fixture, source, min(lens, default=None))
     path = config["model"].get("path")
     if path is not None:
-        if rt["kind"] == "process":
+        if runtime.model_check == "model":
             check_model_dir(path, "model.path", source)
-        elif rt["kind"] == "docker":  # mounted into the container
+        elif runtime.model_check == "dir":  # mounted into the container
             check_dir(path, "model.path", source)
     if "session_resources" not in rt:
         check_cpus(rt.get("engine_cpus"), source)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
-from knee.plan import arms, config, configfile, secrets
+from knee.plan import arms, config, configfile, runtimes, secrets
 
 # process_start_time_seconds has 0.1 s resolution and started_at whole seconds
 START_SLACK_S = 2.0
@@ -123,7 +123,7 @@ def booted_as_planned(plan: dict, sessions: list[dict], boots: dict[str, dict]) 
                 problems.append(f"{where}: {key} {boot.get(key)!r} != {want!r}, the plan's for "
                                 "this session")
         arm = plan["arms"][s["arm"]]
-        if plan["runtime"]["kind"] == "external":
+        if not runtimes.of(plan).boots:
             continue  # knee booted nothing: the server's settings are the operator's
         # both as a receipt records them: secrets and credential-like values redacted
         problems += [f"{where}#/server{p}: differs from plan.json#/arms/{s['arm']}{p}"
@@ -169,7 +169,7 @@ def bound_to_session(root: Path, plan: dict, sid: str, boot: dict, stop: dict | 
             if raw.get(key) != want:
                 problems.append(f"raw/{sid}/{files['json'].name}: {key} {raw.get(key)!r} != "
                                 f"{want!r}: not this session's measurement")
-        if plan["runtime"]["kind"] == "external":
+        if not runtimes.of(plan).boots:
             continue
         for when in ("before", "after"):
             path = files[f"prom.{when}"]

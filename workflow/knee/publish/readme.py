@@ -10,7 +10,7 @@ import numpy as np
 
 from knee import instruments
 from knee.analyze import compare, inference, recommend_parts
-from knee.plan import stopping
+from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.config import order_name
 from knee.publish import mdtext
@@ -80,16 +80,12 @@ def rule_caveat(r: dict) -> str | None:
     return f"{r['rule']}: INCONCLUSIVE ({where}, {r['test']} neither shown nor ruled out; {need})."
 
 
-EXTERNAL = ("knee did not boot these servers (runtime.kind external): it cannot show that they "
-            "ran the config's arms, that nothing else used them while they were measured, in "
-            "what order they booted or what their compile caches held; each pair is a pair of "
-            "windows on the same two running servers, so an interval over pairs is over windows, "
-            "not boots, and says nothing of boot-to-boot noise.")
+EXTERNAL = runtimes.EXTERNAL_CAVEAT
 
 
 def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
-            runtime: str = "process") -> list[str]:
-    out = [EXTERNAL] if runtime == "external" else []
+            runtime: runtimes.Runtime = runtimes.RUNTIMES["process"]) -> list[str]:
+    out = [runtime.caveat] if runtime.caveat else []
     for w in (acceptance or {}).get("windows", []):
         for flag in w["flags"]:
             out.append(f"{w['session']}/{w['instrument']}: {flag} ({in_folder(w['source'])}).")
@@ -215,7 +211,7 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         acceptance=acceptance["windows"], variable_values=variable_values(plan),
         variable=shown_variable(plan["variable"]),
         rel=in_folder,
-        caveats=caveats(comparison, bar, acceptance, plan["runtime"]["kind"]),
+        caveats=caveats(comparison, bar, acceptance, runtimes.of(plan)),
         fmt=fmt, pctf=pctf, ci=ci, ms=ms,
         positions=positions,
         probes=[w for w in acceptance["windows"] if w.get("temperatures")],

@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knee.core.errors import KneeError
-from knee.measure.runtime.endpoint import Served, stopped
+from knee.measure import receipts
+from knee.measure.runtime.endpoint import Served, free_port, stopped
+from knee.plan import secrets
+from knee.plan.arms import server_argv
 
 LABEL_EXPERIMENT = "knee.experiment"
 LABEL_SESSION = "knee.measure.session"
@@ -231,3 +234,39 @@ def remove_labelled(experiment: str) -> list[str]:
         c.remove(force=True)
         gone.append(c.name)
     return gone
+
+
+def launch(s, model: dict, engine_facts: dict, python: str, engine_cpus: list[int] | None):
+    """A session's engine (s: knee.measure.session.Session) in a container of the pinned image;
+    engine_facts is the image receipt."""
+    port = s.rt.get("port") or free_port(s.rt["host"])
+    return container_engine(s.plan, s.sid, s.arm, model, engine_facts, s.log, port,
+                            s.cache_root, engine_cpus)
+
+
+def container_engine(plan: dict, sid: str, arm: dict, model: dict, image: dict, log: Path,
+                     port: int, cache_root: Path, cpus: list[int] | None):
+    """The docker runtime's engine: the pinned image (checked and pulled again on this node),
+    the server listening on all of the container's interfaces, published on runtime.host."""
+    rt = plan["runtime"]
+    pull(rt["image"])
+    cache_root.mkdir(parents=True, exist_ok=True)
+    python, *command = server_argv("python", arm, MODEL_MOUNT, model["name"], "0.0.0.0",
+                                   CONTAINER_PORT)
+    env = {**arm.get("env", {}), "VLLM_CACHE_ROOT": CACHE_MOUNT}
+    secret_env = arm.get("secret_env", [])
+    engine = Container(
+        image=image["pinned_ref"], command=command[2:],
+        env={**env, **{k: os.environ[k] for k in secret_env}}, log=log, host=rt["host"],
+        port=port, model_dir=str(Path(model["path"]).resolve()), cache_dir=str(cache_root),
+        labels={LABEL_EXPERIMENT: plan["name"], LABEL_SESSION: sid},
+        gpus=rt.get("gpus"), shm_size=rt.get("shm_size"), cpus=cpus,
+        name=f"knee-{plan['name']}-{sid}")
+    spec = engine.run_spec()
+    shown = {**spec, "command": secrets.redact_argv(spec["command"]),
+             "environment": secrets.redact_env(env, secret_env), "device_requests": repr(
+        spec.get("device_requests", [])), "volumes": {
+            receipts.shown(k): v for k, v in spec["volumes"].items()}}
+    return engine, {"argv": secrets.redact_argv([python, *command]),
+                    "env": secrets.redact_env(env, secret_env), "container": shown,
+                    "image_digest": image["digest"]}

@@ -64,3 +64,12 @@ class External(Served):
                             f"/v1/models as vLLM does: {e}") from None
         return {"url": self.url, "metrics_url": self.metrics_url, "booted_by_knee": False,
                 "version": version, "models": models}
+
+
+def launch(s, model: dict, engine_facts: dict, python: str,
+           engine_cpus: list[int] | None) -> tuple[External, dict]:
+    """A session's server (s: knee.measure.session.Session), one an operator runs: knee
+    reaches it and starts nothing."""
+    server = s.rt["servers"][s.info["arm"]]
+    engine = External(server["url"], server.get("metrics_url"), s.log)
+    return engine, {"argv": [], "env": {}, "external": engine.facts()}

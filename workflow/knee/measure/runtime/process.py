@@ -10,7 +10,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from knee.measure import gpu, receipts
+from knee.measure.runtime import endpoint
 from knee.measure.runtime.endpoint import Served, stopped
+from knee.plan import secrets
+from knee.plan.arms import server_argv
 
 PR_SET_PDEATHSIG = 1
 
@@ -114,3 +118,30 @@ def reap_pidfiles(run_dir: Path) -> list[int]:
             killed.append(pgid)
         pidfile.unlink(missing_ok=True)
     return killed
+
+
+# what the engine process takes from knee's environment (locale, user, paths; nothing that
+# configures vLLM, torch or a hub): recorded in the boot receipt as env_inherited
+INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+
+
+def launch(s, model: dict, engine_facts: dict, python: str,
+           engine_cpus: list[int] | None) -> tuple[Engine, dict]:
+    """A session's engine (s: knee.measure.session.Session) as knee's child process, in its own
+    environment (never knee's)."""
+    port = s.rt.get("port") or endpoint.free_port(s.rt["host"])
+    env = {**(s.rt.get("engine") or {}).get("env", {}), **s.arm.get("env", {}),
+           "VLLM_CACHE_ROOT": str(s.cache_root)}
+    if gpu.ids(s.rt):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu.ids(s.rt)))
+    # knee's own environment is not the engine's: an exported HF_TOKEN or VLLM_* would change
+    # it unrecorded; it gets the names in INHERITED, the config's env and its secret_env
+    inherited = {k: os.environ[k] for k in INHERITED if k in os.environ}
+    secret = {k: os.environ[k] for k in s.arm.get("secret_env", []) if k in os.environ}
+    argv = server_argv(python, s.arm, model["path"], model["name"], s.rt["host"], port)
+    engine = Engine(argv=argv, env={**inherited, **secret, **env}, log=s.log, host=s.rt["host"],
+                    port=port, pidfile=s.root / ".run" / f"{s.sid}.pid", cpus=engine_cpus,
+                    inherit=False)
+    return engine, {"argv": secrets.redact_argv(argv), "env": secrets.redact_env(
+        {**env, "VLLM_CACHE_ROOT": receipts.shown(s.cache_root)}, s.arm.get("secret_env", [])),
+        "env_inherited": secrets.redact_env(inherited)}
