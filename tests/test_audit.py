@@ -13,7 +13,6 @@ from tests.conftest import ROOT
 EXAMPLE = ROOT / "results" / "ksched-cpu"
 
 
-@pytest.mark.workflow
 def test_the_published_example_passes_the_audit(results):
     assert audit.audit(results) == []
 

@@ -60,7 +60,6 @@ def plan(secret_env):
             "model": {"generated": True}}
 
 
-@pytest.mark.workflow
 def test_a_session_refuses_to_boot_without_its_secret(monkeypatch):
     monkeypatch.delenv("KNEE_TEST_ABSENT", raising=False)
     with pytest.raises(KneeError, match=r"\$KNEE_TEST_ABSENT is not set .* nothing was booted"):

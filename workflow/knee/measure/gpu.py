@@ -31,8 +31,9 @@ def ids(runtime: dict) -> list[int] | None:
     None for every other runtime (docker's gpus is the container's request, "all" or a count)
     and where no GPU is named: then no GPU code runs."""
     gpus = runtime.get("gpus")
-    return list(gpus) if runtimes.of_section(runtime).gpu_ids and isinstance(gpus, list) \
-        and gpus else None
+    if not (isinstance(gpus, list) and gpus):
+        return None
+    return list(gpus) if runtimes.of_section(runtime).gpu_ids else None
 
 
 def nvml():
