@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
+from knee.analyze.folder import prediction_path  # noqa: E402
 from knee.core import jsonio  # noqa: E402
 from knee.publish import readme  # noqa: E402
 
@@ -51,10 +52,11 @@ def main() -> int:
     rec = jsonio.read(args.measured / "recommend" / "recommendation.json", "recommendation")
     plan = jsonio.read(verify / "plan.json", "plan")
     comparison = jsonio.read(verify / "comparison" / "comparison.json", "comparison")
-    shown = readme.predicted(plan, comparison, verify)  # what its README shows, recomputed
-    if shown is None:
+    if "prediction" not in plan:
         print(f"{verify.name} is not a verification run (its plan registers no prediction)")
         return 2
+    registered = jsonio.read(prediction_path(plan, verify), "recommendation")
+    shown = readme.predicted(plan, comparison, registered)  # what its README shows, recomputed
     rows = shown["rows"]
     print(f"recommendation: {args.measured.name} (schedule {rec['schedule']}, best fixed k "
           f"{rec['best_fixed_k']}); verification: {verify.name}, "

@@ -159,13 +159,13 @@ def cmd_acceptance(args) -> int:
 
 def cmd_compare(args) -> int:
     from knee.analyze import compare
-    from knee.publish import readme
+    from knee.publish.comparison_md import comparison_markdown
 
     plan = jsonio.read(args.plan, "plan")
     result = compare.compare(plan, load_sessions(plan, args.plan.parent))
     jsonio.write(args.out_json, "comparison", result)
     if result["verdict"] != "VALID":
-        print(readme.comparison_markdown(result), file=sys.stderr)
+        print(comparison_markdown(result), file=sys.stderr)
         print("comparison INVALID: the arms did not see the same requests; no delta rendered",
               file=sys.stderr)
         return 0 if args.record_invalid else EXIT_INVALID
@@ -225,9 +225,9 @@ def cmd_bar(args) -> int:
     bar = judge_bar(plan, comparison, [jsonio.read(p, "boot") for p in args.boots])
     jsonio.write(args.out, "bar", bar)
     if args.out_md:
-        from knee.publish import readme
+        from knee.publish.comparison_md import comparison_markdown
 
-        jsonio.atomic_write_text(args.out_md, readme.comparison_markdown(comparison, bar))
+        jsonio.atomic_write_text(args.out_md, comparison_markdown(comparison, bar))
     if args.out_html:
         from knee.publish import readme
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from knee.analyze.kmodel import session_k
 from knee.core import jsonio
-from knee.publish.readme import ci, pctf
+from knee.publish.comparison_md import ci, pctf
 
 
 def arm_label(plan: dict, arm: str, c: int | None = None) -> str:

@@ -14,15 +14,9 @@ from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.config import order_name
 from knee.publish import mdtext
+from knee.publish.comparison_md import ci, fmt, level, pctf
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
-
-
-def fmt(x) -> str:
-    """Two decimals, or four significant digits for small values (TTFT in seconds)."""
-    if x is None:
-        return "–"
-    return f"{x:.4g}" if abs(x) < 10 else f"{x:.2f}"
 
 
 def ms(hist: dict | None) -> str:
@@ -39,10 +33,6 @@ def in_folder(path) -> str:
     """A window's file as the README links it: relative to the results folder
     (raw/<session>/<file>), whatever the folder is called or where it lies."""
     return "/".join(Path(path).parts[-3:])
-
-
-def pctf(x) -> str:
-    return "–" if x is None else f"{x:+.2f}%"
 
 
 def headline(comparison: dict, bar: dict) -> str:
@@ -240,42 +230,3 @@ def verdict_html(comparison: dict, bar: dict) -> str:
     Snakemake report)."""
     return templates(html=True).get_template("verdict.html.j2").render(
         comparison=comparison, bar=bar, pctf=pctf, ci=ci, fmt=fmt, level=level)
-
-
-def comparison_markdown(comparison: dict, bar: dict | None = None) -> str:
-    lines = [f"# Comparison: {comparison['experiment']}", "",
-             f"Validation: **{comparison['verdict']}** — {len(comparison['fields_checked'])} "
-             f"fields checked, {len(comparison['mismatches'])} differ.", ""]
-    if bar is not None:
-        changed = " (**bar changed after measurement**)" if bar["bar_changed"] else ""
-        lines += [f"Bar: **{bar['verdict']}**{changed}", ""]
-        lines += [f"- {r['rule']}: {r['verdict']} — " + (
-            f"estimate {pctf(r.get('estimate'))}, interval {ci(r.get('interval'))} "
-            f"({r['test']}), per pair "
-            + ", ".join(pctf(p["delta_pct"]) for p in r.get("per_pair", []))
-            if r["verdict"] != "INVALID" else r.get("reason", "")) for r in bar["rules"]]
-        lines.append("")
-    if comparison["mismatches"]:
-        lines += ["| where | field | control | candidate | files |", "|---|---|---|---|---|"]
-        lines += [f"| {m['where']} | {m['field']} | `{m['control']}` | `{m['candidate']}` | "
-                  f"{' / '.join(str(f) for f in m.get('files') or [])} |"
-                  for m in comparison["mismatches"]]
-        lines += ["", "No delta is rendered for an invalid comparison."]
-        return "\n".join(lines) + "\n"
-    lines += ["| instrument | point | metric | pair | control | candidate | delta | interval | "
-              "noise |", "|---|---|---|---|---:|---:|---:|---|---|"]
-    lines += [f"| {r['instrument']} | {r['point']} | {r['metric']} | {r['pair']} | "
-              f"{fmt(r['control'])} | {fmt(r['candidate'])} | {pctf(r['delta_pct'])} | "
-              f"{ci(r['interval'])} ({level(r)}) | {r['noise']} |" for r in comparison["rows"]]
-    lines += ["", comparison["interval_method"], "", comparison.get("noise_method", "")]
-    return "\n".join(lines) + "\n"
-
-
-def ci(interval) -> str:
-    return "–" if not interval else f"{interval[0]:+.1f}% … {interval[1]:+.1f}%"
-
-
-def level(r: dict) -> str:
-    """What an interval resampled, in a few words: over boot pairs or within one pair."""
-    where = "over boot pairs" if r["interval_level"] == "boot pairs" else "within the pair"
-    return f"{100 * r['confidence']:g}% {where}"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from knee.publish.comparison_md import fmt, pctf
 from knee.publish.figures import COLORS, STABLE, plt, save
-from knee.publish.readme import fmt, pctf
 
 J = "recommendation.json"
 

@@ -11,12 +11,13 @@ from pathlib import Path
 
 from knee.core import jsonio
 from knee.publish import figures, readme
+from knee.publish.comparison_md import comparison_markdown
 from knee.publish.evidence import diff
 
 
 def texts(root: Path, comparison: dict, bar: dict) -> list[str]:
     problems = []
-    for name, text in (("comparison/comparison.md", readme.comparison_markdown(comparison, bar)),
+    for name, text in (("comparison/comparison.md", comparison_markdown(comparison, bar)),
                        ("comparison/verdict.html", readme.verdict_html(comparison, bar))):
         path = Path(root) / name
         if not path.is_file():
