@@ -2,6 +2,7 @@
 the same jobs, the same plan.json, the same refusals."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -56,6 +57,29 @@ def test_both_forms_plan_the_same_jobs_and_the_same_plan(tmp_path):
     a = planned(tmp_path, "--configfile", str(path), name=name)
     b = planned(tmp_path, "--config", f"experiment={path}", name=name)
     assert a == b and a["config_file"] == str(path)
+
+
+@pytest.mark.workflow
+def test_engine_cpus_this_machine_lacks_refuse_a_run_not_a_measured_folders_re_render(tmp_path):
+    """config/aa-h200-35b-pinned.yaml pins the engine to CPUs 0-7 of the GPU host: its published
+    folder, every session measured, plans here with nothing to boot; the same config under a
+    new name, whose sessions would boot here, is refused naming the CPU (and so is
+    `knee validate-config`, which checks the machine it runs on)."""
+    source = "config/aa-h200-35b-pinned.yaml"
+    cpus = yaml.safe_load((ROOT / source).read_text())["runtime"]["engine_cpus"]
+    if set(cpus) <= os.sched_getaffinity(0):
+        pytest.skip("this machine has every CPU the config pins")
+    r = snakemake("-n", "--configfile", source)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "rule session:" not in r.stdout
+    path, _ = unique_config(tmp_path, source)
+    r = snakemake("-n", "--configfile", str(path))
+    said = r.stdout + r.stderr
+    assert r.returncode != 0 and "runtime.engine_cpus[" in said, said[-2000:]
+    assert "is not one this machine lets knee use" in said
+    v = subprocess.run([sys.executable, "-m", "knee", "validate-config", source], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert v.returncode != 0 and "runtime.engine_cpus[" in v.stderr
 
 
 @pytest.mark.workflow

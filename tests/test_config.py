@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from knee.core.errors import KneeError
-from knee.plan import config
+from knee.plan import config, summary
 from tests.conftest import ROOT
 
 
@@ -120,7 +120,7 @@ def test_bar_hash_covers_alpha(default_config):
 def test_aa_config_plans_identical_arms():
     plan = config.make_plan(config.load(ROOT / "config" / "aa-cpu.yaml"), "config/aa-cpu.yaml")
     assert plan["variable"] == "none" and plan["arms"]["control"] == plan["arms"]["candidate"]
-    assert "A/A experiment" in config.describe(plan)
+    assert "A/A experiment" in summary.describe(plan)
 
 
 def test_aa_arms_that_differ_are_refused(default_config):

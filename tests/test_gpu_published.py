@@ -9,8 +9,10 @@ from knee.core import jsonio, rawfiles
 from knee.publish import audit
 from tests.conftest import ROOT
 
-FOLDERS = ["ksched-h200", "aa-h200", "noise-h200", "aa-h200-35b", "ksched-h200-35b"]
-WORKLOAD = ["ksched-h200", "aa-h200", "aa-h200-35b", "ksched-h200-35b"]  # sampled, compressed
+WORKLOAD = ["ksched-h200", "aa-h200", "aa-h200-35b", "ksched-h200-35b",  # sampled, compressed
+            "aa-h200-35b-pinned"]
+FOLDERS = ["noise-h200", *WORKLOAD]
+AA = ["aa-h200", "aa-h200-35b", "aa-h200-35b-pinned"]
 
 
 @pytest.mark.parametrize("name", FOLDERS)
@@ -28,7 +30,7 @@ def test_every_boot_names_its_gpu_and_vllm_and_every_window_carries_gpu_samples(
             assert samples["samples"] > 0 and samples["sm_clock_mhz"]["median"] > 0
 
 
-@pytest.mark.parametrize("name", ["aa-h200", "aa-h200-35b"])
+@pytest.mark.parametrize("name", AA)
 def test_the_gpu_aa_reports_its_false_positives_and_mde(name):
     text = (ROOT / "results" / name / "README.md").read_text()
     assert "### A/A calibration" in text and "excludes zero" in text and "| MDE |" in text
@@ -68,7 +70,9 @@ def test_the_gpu_workload_accepts_drafts_as_a_real_drafter_does(name):
                           "acceptance")["windows"]
     sweeps = [w for w in windows if w["instrument"] in ("sweep", "fixture")
               and w["session"].endswith("-control")]
-    assert len(sweeps) == 4
+    plan = jsonio.read(ROOT / "results" / name / "plan.json", "plan")
+    controls = [s for s in plan["protocol"]["sessions"] if s["arm"] == "control"]
+    assert len(sweeps) == 2 * len(controls) >= 4
     for w in sweeps:
         rates = w["per_position_rate"]
         assert 0.5 <= rates[0] <= 0.8, (w["session"], rates)

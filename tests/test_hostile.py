@@ -29,8 +29,7 @@ def test_refused_by_knee(case, tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_bytes(case.file(f"hostile-{case.id}"))
     with pytest.raises(KneeError) as e:
-        cfg = config.load(path)
-        config.make_plan(cfg, str(path))
+        config.validate_here(path)
     assert re.search(case.expect, str(e.value)), str(e.value)
     assert str(path) in str(e.value)
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from knee.core.errors import KneeError
-from knee.plan import config, stopping
+from knee.plan import config, stopping, summary
 from tests.conftest import ROOT
 
 
@@ -22,7 +22,7 @@ def test_the_plan_fixes_every_pair_and_registers_the_stopping_rule(default_confi
     assert len(plan["protocol"]["sessions"]) == 8 and plan["protocol"]["stopping"] == \
         stopping.RULE
     assert plan["bar_sha256"] != config.make_plan(config.validate(fixed))["bar_sha256"]
-    assert "2 to 4 pairs, stopping by precision" in config.describe(plan)
+    assert "2 to 4 pairs, stopping by precision" in summary.describe(plan)
 
 
 def test_min_above_max_is_refused(default_config):

@@ -34,8 +34,7 @@ EXIT_VERDICT = {"PASS": 0, "FAIL": 10, "INCONCLUSIVE": 11, "INVALID": EXIT_INVAL
 def cmd_validate_config(args) -> int:
     from knee.plan import config
 
-    cfg = config.load(args.config)
-    config.make_plan(cfg, str(args.config))
+    cfg = config.validate_here(args.config)
     print(cfg["name"] if args.print_name else f"{args.config}: valid")
     return 0
 

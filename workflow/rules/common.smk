@@ -10,6 +10,7 @@ from knee.plan import runtimes as knee_runtimes
 from knee.core import prompts as knee_prompts
 from knee.core import rawfiles as knee_rawfiles
 from knee.plan import stopping as knee_stopping
+from knee.plan import summary as knee_summary
 from knee.core.errors import KneeError
 from knee.analyze.folder import instrument_names
 from knee import instruments as knee_instruments
@@ -32,9 +33,16 @@ try:
     knee_config.check_bound(PLAN, R, CONFIG_SOURCE)
 except KneeError as e:
     raise WorkflowError(str(e)) from None
-logger.info(knee_config.describe(PLAN))
+logger.info(knee_summary.describe(PLAN))
 
 SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
+# the engine CPUs are this machine's only while a session is still to be measured here
+if not all(os.path.exists(f"{R}/receipts/{sid}-stop.json") for sid in SESSIONS):
+    try:
+        knee_places.check_cpus_here(PLAN, CONFIG_SOURCE)
+    except KneeError as e:
+        raise WorkflowError(str(e)) from None
+
 INSTRUMENTS = instrument_names(PLAN)
 # every figure a registered instrument draws (knee.instruments.spec.Figure)
 FIGURES = [f.name for f in knee_instruments.figures()]

@@ -16,13 +16,10 @@ from knee.core.jsonio import check
 from knee.plan import configfile, places, runtimes, secrets, stopping
 from knee.plan.arms import (
     ARMS,
-    NO_VARIABLE,
     check_one_variable,
     check_servers,
     differences,
     resolve_arms,
-    shown_variable,
-    variable_values,
 )
 
 
@@ -68,6 +65,14 @@ def load_raw(path: Path | str) -> dict:
 
 def load(path: Path | str) -> dict:
     return validate(load_raw(path), str(path))
+
+
+def validate_here(path: Path | str) -> dict:
+    """What `knee validate-config` checks: the file, its plan, and this machine's CPUs."""
+    cfg = load(path)
+    make_plan(cfg, str(path))
+    places.check_cpus_here(cfg, str(path))
+    return cfg
 
 
 def pair_orders(pairs: int, order: str | list[str], seed: int = 0) -> list[list[str]]:
@@ -369,35 +374,3 @@ def check_engine(config: dict, arms: dict, source: str) -> None:
                     f"{source}: model.generate.weights: false writes no weights, so the "
                     f"engine must draw them: arms.{arm} needs server.args load-format: dummy "
                     f"(it has {server.get('args', {}).get('load-format')!r})")
-
-
-def describe(plan: dict) -> str:
-    """A short human summary of a plan (shown by every invocation, dry runs included)."""
-    values = variable_values(plan)
-    sweep = plan["instruments"]["sweep"]
-    fixture = plan["instruments"].get("fixture")
-    rules = "; ".join(
-        f"{r['name']}: {r['instrument']} {r['metric']} @ {r['point']} "
-        + (f"within ±{r['within_pct']}%" if "within_pct" in r else f">= +{r['min_gain_pct']}%")
-        for r in plan["bar"]["rules"])
-    change = (f"  variable {shown_variable(plan['variable'])}: control={values['control']!r} "
-              f"candidate={values['candidate']!r}" if plan["variable"] != NO_VARIABLE else
-              "  variable none: an A/A experiment, both arms identical")
-    lo, hi = stopping.bounds(plan["protocol"]["pairs"])
-    pairs = f"{hi} pairs" if lo == hi else f"{lo} to {hi} pairs, stopping by precision"
-    lines = [
-        f"knee plan: experiment {plan['name']} ({plan['runtime']['kind']} runtime, "
-        f"model {plan['model']['name']})",
-        change,
-        f"  sessions ({pairs}, {order_name(plan['protocol']['order'])} order): "
-        + " -> ".join(s["id"] for s in plan["protocol"]["sessions"]),
-        f"  sweep: concurrency {sweep['concurrency']} x {sweep['runs']} runs"
-        + (f"; fixture: {fixture['classes']} x {fixture['requests']}" if fixture else ""),
-        f"  bar (alpha {plan['bar']['alpha']}, sha256 {plan['bar_sha256'][:12]}): "
-        + rules,
-    ]
-    return "\n".join(lines)
-
-
-def order_name(order: str | list[str]) -> str:
-    return order if isinstance(order, str) else "fixed " + "-".join(order)

@@ -95,6 +95,15 @@ def check_prompts(fixture: dict, source: str, max_model_len: int | None = None) 
             raise KneeError(f"{source}: {e}") from None
 
 
+def check_cpus_here(config: dict, source: str) -> None:
+    """The engine CPUs of a config whose sessions boot on this machine (not in Slurm jobs, which
+    check them on their node): `knee validate-config`, and the workflow while a session of the
+    folder is still to be measured; a folder whose sessions are all measured re-renders on any
+    machine."""
+    if "session_resources" not in config["runtime"]:
+        check_cpus(config["runtime"].get("engine_cpus"), source)
+
+
 def check_cpus(cpus: list[int] | None, source: str) -> None:
     usable = sorted(os.sched_getaffinity(0))
     for i, cpu in enumerate(cpus or []):
@@ -155,8 +164,8 @@ def engine_python(engine: dict) -> str:
 
 
 def check(config: dict, source: str) -> None:
-    """Every path and CPU of a validated config, on this machine. A session run elsewhere (a
-    Slurm job) checks its model and CPUs again on its node before it boots."""
+    """Every path of a validated config, on this machine (its CPUs: check_cpus_here). A session
+    run elsewhere (a Slurm job) checks its model and CPUs again on its node before it boots."""
     rt = config["runtime"]
     runtime = runtimes.of(config)
     if runtime.image and "image" not in rt:
@@ -176,5 +185,3 @@ def check(config: dict, source: str) -> None:
             check_model_dir(path, "model.path", source)
         elif runtime.model_check == "dir":  # mounted into the container
             check_dir(path, "model.path", source)
-    if "session_resources" not in rt:
-        check_cpus(rt.get("engine_cpus"), source)

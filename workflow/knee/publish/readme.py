@@ -12,7 +12,7 @@ from knee import instruments
 from knee.analyze import compare, inference, recommend_parts
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
-from knee.plan.config import order_name
+from knee.plan.summary import order_name
 from knee.publish import mdtext
 from knee.publish.comparison_md import ci, fmt, level, pctf
 

@@ -1,0 +1,39 @@
+"""A plan in a few lines, as every invocation shows it (dry runs included), and the words for
+its pair order."""
+
+from __future__ import annotations
+
+from knee.plan import stopping
+from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
+
+
+def describe(plan: dict) -> str:
+    """A short human summary of a plan (shown by every invocation, dry runs included)."""
+    values = variable_values(plan)
+    sweep = plan["instruments"]["sweep"]
+    fixture = plan["instruments"].get("fixture")
+    rules = "; ".join(
+        f"{r['name']}: {r['instrument']} {r['metric']} @ {r['point']} "
+        + (f"within ±{r['within_pct']}%" if "within_pct" in r else f">= +{r['min_gain_pct']}%")
+        for r in plan["bar"]["rules"])
+    change = (f"  variable {shown_variable(plan['variable'])}: control={values['control']!r} "
+              f"candidate={values['candidate']!r}" if plan["variable"] != NO_VARIABLE else
+              "  variable none: an A/A experiment, both arms identical")
+    lo, hi = stopping.bounds(plan["protocol"]["pairs"])
+    pairs = f"{hi} pairs" if lo == hi else f"{lo} to {hi} pairs, stopping by precision"
+    lines = [
+        f"knee plan: experiment {plan['name']} ({plan['runtime']['kind']} runtime, "
+        f"model {plan['model']['name']})",
+        change,
+        f"  sessions ({pairs}, {order_name(plan['protocol']['order'])} order): "
+        + " -> ".join(s["id"] for s in plan["protocol"]["sessions"]),
+        f"  sweep: concurrency {sweep['concurrency']} x {sweep['runs']} runs"
+        + (f"; fixture: {fixture['classes']} x {fixture['requests']}" if fixture else ""),
+        f"  bar (alpha {plan['bar']['alpha']}, sha256 {plan['bar_sha256'][:12]}): "
+        + rules,
+    ]
+    return "\n".join(lines)
+
+
+def order_name(order: str | list[str]) -> str:
+    return order if isinstance(order, str) else "fixed " + "-".join(order)
