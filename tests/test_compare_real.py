@@ -55,13 +55,13 @@ def test_one_pair_is_inconclusive_everywhere_it_is_shown(tmp_path):
     import subprocess
     import sys
 
-    from knee.analyze.folder import judge_bar
+    from knee.analyze.bar import judge_plan
     from knee.cli import EXIT_VERDICT
     from knee.publish import readme
 
     result = compare.compare(PLAN, SESSIONS)
     boots = [s["boot"] for s in SESSIONS.values()]
-    bar = judge_bar(PLAN, result, boots)
+    bar = judge_plan(PLAN, result, boots)
     assert bar["verdict"] == "INCONCLUSIVE"
     assert {r["verdict"] for r in bar["rules"]} == {"INCONCLUSIVE"}
     text = readme.render(PLAN, result, bar, boots, {"windows": []})

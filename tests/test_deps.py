@@ -23,11 +23,24 @@ def test_a_stage_lists_every_module_it_imports(stage):
 def test_the_comparison_runs_what_its_command_imports():
     """compare's list once left out depthcurve, results and bar: derived, it cannot."""
     files = deps.code_files("compare")
-    for module in ("compare", "depthcurve", "folder", "bar", "inference", "noise", "stats"):
+    for module in ("compare", "depthcurve", "folder", "inference", "noise", "stats"):
         assert f"workflow/knee/analyze/{module}.py" in files
     assert "workflow/knee/publish/figures.py" not in files
     assert "workflow/knee/measure/client.py" not in files
     assert "workflow/knee/publish/figures.py" in deps.code_files("figures")
+
+
+@pytest.mark.parametrize(("edited", "stages"), [
+    # the 24 window_metrics jobs once reran for any edit of the comparison or the bar
+    ("analyze/compare.py", ("metrics", "bar")),
+    ("analyze/bar.py", ("metrics", "compare")),
+    # the README's code once reran the comparison and the bar
+    ("publish/readme.py", ("metrics", "compare", "bar")),
+])
+def test_editing_one_stage_s_code_reruns_no_stage_that_does_not_run_it(edited, stages):
+    for stage in stages:
+        assert f"workflow/knee/{edited}" not in deps.code_files(stage), stage
+    assert f"workflow/knee/{edited}" in deps.code_files("audit")
 
 
 def test_an_unknown_command_is_named():

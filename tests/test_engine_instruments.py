@@ -83,6 +83,7 @@ def test_exact_token_prompts_are_deterministic_and_exact_on_the_real_tokenizer(e
 
 def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
         engine, toy, default_config, tmp_path):
+    from knee.analyze import bar as bar_module
     from knee.analyze import compare, folder
     from knee.core import jsonio
     from knee.measure import session
@@ -125,7 +126,7 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
     for r in comparison["rows"]:
         if r["instrument"] == "burst" and r["metric"] == "decode_rate_p50":
             assert (r["delta_pct"] is not None) == all(rated), (rated, r)
-    bar = folder.judge_bar(plan, comparison, [s["boot"] for s in sessions.values()])
+    bar = bar_module.judge_plan(plan, comparison, [s["boot"] for s in sessions.values()])
     assert [r["rule"] for r in bar["rules"]] == ["burst parity"]
     from knee.publish import figures
 

@@ -14,11 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from knee.analyze.folder import (
-    judge_bar,
-    load_sessions,
-    window_metrics,
-)
+from knee.analyze.bar import judge_plan
+from knee.analyze.folder import load_sessions
+from knee.analyze.prom import window_metrics
 from knee.commands import COMMANDS, DETAILS
 from knee.core import jsonio
 from knee.core.errors import KneeError
@@ -221,16 +219,16 @@ def cmd_bar(args) -> int:
     """Judge the bar; with --exit-verdict, exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID."""
     plan = jsonio.read(args.plan, "plan")
     comparison = jsonio.read(args.comparison, "comparison")
-    bar = judge_bar(plan, comparison, [jsonio.read(p, "boot") for p in args.boots])
+    bar = judge_plan(plan, comparison, [jsonio.read(p, "boot") for p in args.boots])
     jsonio.write(args.out, "bar", bar)
     if args.out_md:
         from knee.publish.comparison_md import comparison_markdown
 
         jsonio.atomic_write_text(args.out_md, comparison_markdown(comparison, bar))
     if args.out_html:
-        from knee.publish import readme
+        from knee.publish import templating
 
-        jsonio.atomic_write_text(args.out_html, readme.verdict_html(comparison, bar))
+        jsonio.atomic_write_text(args.out_html, templating.verdict_html(comparison, bar))
     print(f"bar {bar['verdict']}: " + "; ".join(f"{r['rule']} {r['verdict']}"
                                                  for r in bar["rules"]), file=sys.stderr)
     return EXIT_VERDICT[bar["verdict"]] if args.exit_verdict else 0
@@ -238,10 +236,10 @@ def cmd_bar(args) -> int:
 
 def cmd_decide(args) -> int:
     """Stopping by precision: after pair N, one more pair or stop (a protocol receipt)."""
-    from knee.analyze import folder
+    from knee.analyze import looks
 
     plan = jsonio.read(args.plan, "plan")
-    d = jsonio.write(args.out, "decision", folder.decide(plan, args.plan.parent, args.pairs))
+    d = jsonio.write(args.out, "decision", looks.decide(plan, args.plan.parent, args.pairs))
     print(f"after pair {args.pairs}: {'stop' if d['stop'] else 'one more pair'} ({d['reason']})",
           file=sys.stderr)
     return 0
@@ -249,10 +247,10 @@ def cmd_decide(args) -> int:
 
 def cmd_realized(args) -> int:
     """The realized protocol: how many pairs ran and every look's decision."""
-    from knee.analyze import folder
+    from knee.analyze import looks
 
     plan = jsonio.read(args.plan, "plan")
-    jsonio.write(args.out, "realized", folder.realized(
+    jsonio.write(args.out, "realized", looks.realized(
         plan, [jsonio.read(p, "decision") for p in args.decisions]))
     return 0
 

@@ -73,3 +73,12 @@ def judge(comparison: dict, bar: dict, pairs: int, bar_sha256: str,
                 "reason": "the comparison failed validation: no delta is judged"}
     rules = [judge_rule(comparison["rows"], pairs, r, alpha) for r in bar["rules"]]
     return {**base, "verdict": overall([r["verdict"] for r in rules]), "rules": rules}
+
+
+def judge_plan(plan: dict, comparison: dict, boots: list[dict]) -> dict:
+    """The plan's bar over the pairs that ran, each rule at the bar's alpha spent over the
+    protocol's looks; the bar hashes recorded at boot tell whether it changed since."""
+    pairs = len({b["pair"] for b in boots})
+    return judge(comparison, plan["bar"], pairs, plan["bar_sha256"],
+                 {b["bar_sha256"] for b in boots},
+                 looks=stopping.looks(plan["protocol"]["pairs"]))

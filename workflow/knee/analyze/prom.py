@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from knee.core import jsonio
 from knee.core.errors import KneeError
 from knee.core.jsonio import config_default
 
@@ -222,3 +224,12 @@ def instrument_metrics(raw: dict, before: str, after: str, speculation: bool,
                 knee_threshold=knee_threshold)}
             for p in raw["points"]]
     return out
+
+
+def window_metrics(raw: dict, boot: dict, before: Path, after: Path,
+                   knee_threshold: float) -> dict:
+    """One instrument window's metrics from its raw file and scrapes (workflow and audit)."""
+    return instrument_metrics(
+        raw, jsonio.read_text(before), jsonio.read_text(after),
+        speculation=bool(boot["server"].get("speculative_config")),
+        knee_threshold=knee_threshold, files=f"{before}, {after}")

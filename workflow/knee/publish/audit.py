@@ -10,10 +10,9 @@ import re
 from pathlib import Path
 
 from knee.analyze import compare, prom
+from knee.analyze.bar import judge_plan
 from knee.analyze.folder import (
-    decide,
     instrument_names,
-    judge_bar,
     load_receipts,
     load_sessions,
     prediction_path,
@@ -22,8 +21,9 @@ from knee.analyze.folder import (
     realized_sessions,
     recommendation_of,
     session_receipts,
-    window_metrics,
 )
+from knee.analyze.looks import decide
+from knee.analyze.prom import window_metrics
 from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import sha256_file
@@ -136,7 +136,7 @@ def examine(root: Path) -> tuple[list[str], list[str]]:
     problems += [f"comparison/comparison.json#{p}: differs from the recomputation"
                  for p in diff({k: stored.get(k) for k in comparison}, comparison)]
     problems += tables.check(root, stored, loaded)
-    bar = judge_bar(plan, comparison, boots)
+    bar = judge_plan(plan, comparison, boots)
     stored_bar = jsonio.read(root / "comparison" / "bar.json", "bar")
     problems += [f"comparison/bar.json#{p}: differs from the recomputation"
                  for p in diff({k: stored_bar.get(k) for k in bar}, bar)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import jinja2
 import numpy as np
 
 from knee import instruments
@@ -15,8 +14,7 @@ from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.summary import order_name
 from knee.publish import mdtext
 from knee.publish.comparison_md import ci, fmt, level, pctf
-
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+from knee.publish.templating import templates
 
 
 def ms(hist: dict | None) -> str:
@@ -214,19 +212,3 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         level=level,
         shared_key=shared_key(caches or {}), recommendation=recommendation,
         predicted=predicted(plan, comparison, prediction) if prediction else None)
-
-
-def templates(html: bool) -> jinja2.Environment:
-    """knee's templates; an HTML one escapes every value it shows."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=html,
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    env.filters["pctf"] = pctf
-    env.filters["md"], env.filters["code"] = mdtext.text, mdtext.code
-    return env
-
-
-def verdict_html(comparison: dict, bar: dict) -> str:
-    """The bar's verdicts and the comparison table as one self-contained page (for the
-    Snakemake report)."""
-    return templates(html=True).get_template("verdict.html.j2").render(
-        comparison=comparison, bar=bar, pctf=pctf, ci=ci, fmt=fmt, level=level)

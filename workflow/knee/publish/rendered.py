@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from knee.core import jsonio
-from knee.publish import figures, readme
+from knee.publish import figures, templating
 from knee.publish.comparison_md import comparison_markdown
 from knee.publish.evidence import diff
 
@@ -18,7 +18,7 @@ from knee.publish.evidence import diff
 def texts(root: Path, comparison: dict, bar: dict) -> list[str]:
     problems = []
     for name, text in (("comparison/comparison.md", comparison_markdown(comparison, bar)),
-                       ("comparison/verdict.html", readme.verdict_html(comparison, bar))):
+                       ("comparison/verdict.html", templating.verdict_html(comparison, bar))):
         path = Path(root) / name
         if not path.is_file():
             problems.append(f"{name}: missing")
