@@ -18,7 +18,7 @@ from knee.analyze.bar import judge_plan
 from knee.analyze.folder import load_sessions
 from knee.analyze.prom import window_metrics
 from knee.commands import COMMANDS, DETAILS
-from knee.core import jsonio
+from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.plan import runtimes
 from knee.plan.arms import ARMS
@@ -289,7 +289,7 @@ def cmd_recommend(args) -> int:
     from knee.publish import recommend_out
 
     rec = recommend_out.write(args.results, args.config or recommend_out.config_of(args.results),
-                              jsonio.read(args.results / "plan.json", "plan"))
+                              jsonio.read(args.results / layout.PLAN, "plan"))
     print(f"{args.results}/recommend: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"]
                                                            else ""), file=sys.stderr)
     return 0 if rec["status"] == "recommended" or args.record_refusal else 1

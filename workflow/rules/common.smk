@@ -7,6 +7,7 @@ from knee.plan import config as knee_config
 from knee import deps as knee_deps
 from knee.plan import places as knee_places
 from knee.plan import runtimes as knee_runtimes
+from knee.core import layout as knee_layout
 from knee.core import prompts as knee_prompts
 from knee.core import rawfiles as knee_rawfiles
 from knee.plan import stopping as knee_stopping
@@ -29,6 +30,13 @@ def load_config():
 
 PLAN = load_config()
 R = f"results/{config['name']}"
+
+
+def at(path):
+    """A path of this experiment's results folder (knee.core.layout names every one)."""
+    return f"{R}/{path}"
+
+
 try:
     knee_config.check_bound(PLAN, R, CONFIG_SOURCE)
 except KneeError as e:
@@ -37,7 +45,7 @@ logger.info(knee_summary.describe(PLAN))
 
 SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
 # the engine CPUs are this machine's only while a session is still to be measured here
-if not all(os.path.exists(f"{R}/receipts/{sid}-stop.json") for sid in SESSIONS):
+if not all(os.path.exists(at(knee_layout.receipt(sid, "stop"))) for sid in SESSIONS):
     try:
         knee_places.check_cpus_here(PLAN, CONFIG_SOURCE)
     except KneeError as e:
@@ -63,7 +71,7 @@ if ENGINE_BUILT:
     ENGINE_HOME = knee_places.engine_home(ENGINE)
     ENGINE_PYTHON, ENGINE_FACTS = f"{ENGINE_HOME}/bin/python", f"{ENGINE_HOME}/knee-engine.json"
 elif ENGINE:
-    ENGINE_PYTHON, ENGINE_FACTS = ENGINE["python"], f"{R}/receipts/engine.json"
+    ENGINE_PYTHON, ENGINE_FACTS = ENGINE["python"], at(knee_layout.facts("engine.json"))
 else:
     ENGINE_PYTHON = f"{ENGINE_VENV}/bin/python"
     ENGINE_FACTS = f"{ENGINE_VENV}/knee-engine.json"
@@ -111,7 +119,7 @@ def get_engine_input(wildcards):
     """Facts about the engine a session boots: the embedded engine environment (process
     runtime) or the checked, pulled image (docker)."""
     if RUNTIME.facts_receipt:
-        return [f"{R}/receipts/{RUNTIME.facts_receipt}"]
+        return [at(knee_layout.facts(RUNTIME.facts_receipt))]
     return unless_published(wildcards.sid, [ENGINE_FACTS])
 
 
@@ -129,7 +137,7 @@ def get_output_dir(wildcards, output):
 def get_previous_stop(wildcards):
     """The protocol in the DAG: a boot waits for the previous session's stop receipt."""
     after = SESSIONS[wildcards.sid]["after"]
-    return [f"{R}/receipts/{after}-stop.json"] if after else []
+    return [at(knee_layout.receipt(after, "stop"))] if after else []
 
 
 # In one invocation of several experiments, an experiment's analysis jobs take the engine token
@@ -158,17 +166,18 @@ def get_session_params(wildcards):
 
 def session_outputs(sid):
     out = {
-        "boot": f"{R}/receipts/{sid}-boot.json",
-        "stop": f"{R}/receipts/{sid}-stop.json",
-        "cache": f"{R}/receipts/{sid}-cache.json",
+        "boot": at(knee_layout.receipt(sid, "boot")),
+        "stop": at(knee_layout.receipt(sid, "stop")),
+        "cache": at(knee_layout.receipt(sid, "cache")),
     }
     if not RUNTIME.compile_cache:  # an external server's is not knee's to see
         del out["cache"]
     # compressed, or plain where an older session wrote them so (knee.core.rawfiles)
-    gz = knee_rawfiles.suffix(f"{R}/raw/{sid}", INSTRUMENTS)
+    gz = knee_rawfiles.suffix(at(knee_layout.raw_dir(sid)), INSTRUMENTS)
     for name in INSTRUMENTS:
         for kind in knee_rawfiles.KINDS:
-            out[f"{name}_{kind.replace('.', '_')}"] = f"{R}/raw/{sid}/{name}.{kind}{gz}"
+            raw = f"{knee_layout.raw_dir(sid)}/{name}.{kind}{gz}"
+            out[f"{name}_{kind.replace('.', '_')}"] = at(raw)
     return out
 
 
@@ -209,7 +218,7 @@ def get_all_sessions(kind):
 
 
 def get_all_metrics(wildcards):
-    return [f"{R}/raw/{sid}/{name}.metrics.json" for sid in realized_ids() for name in INSTRUMENTS]
+    return [at(knee_layout.metrics(sid, name)) for sid in realized_ids() for name in INSTRUMENTS]
 
 
 def session_files(ids):
@@ -233,7 +242,7 @@ def get_pairs_raw(wildcards):
 def get_decisions(wildcards):
     """The looks made before the run stopped (none when the number of pairs is fixed)."""
     last = min(realized_pairs(), PAIRS_MAX - 1)
-    return [f"{R}/protocol/after-pair-{n}.json" for n in range(PAIRS_MIN, last + 1)]
+    return [at(knee_layout.look(n)) for n in range(PAIRS_MIN, last + 1)]
 
 
 def get_prediction(wildcards):
@@ -243,4 +252,4 @@ def get_prediction(wildcards):
 
 def get_realized(wildcards):
     """The realized protocol receipt, where the run stops by precision."""
-    return [] if PAIRS_MIN == PAIRS_MAX else [f"{R}/protocol/realized.json"]
+    return [] if PAIRS_MIN == PAIRS_MAX else [at(knee_layout.REALIZED)]

@@ -1,14 +1,14 @@
 rule compare:
     """Validate that both arms saw the same requests, then compute deltas."""
     input:
-        plan=f"{R}/plan.json",
+        plan=at(knee_layout.PLAN),
         realized=get_realized,
         raw=get_all_raw,
         code=get_code("compare"),
     output:
-        json=f"{R}/comparison/comparison.json",
+        json=at(knee_layout.COMPARISON),
     log:
-        f"{R}/logs/compare.log",
+        at(knee_layout.log("compare")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"
@@ -21,21 +21,21 @@ rule compare:
 rule bar:
     """Judge the pre-registered bar per pair and overall."""
     input:
-        plan=f"{R}/plan.json",
+        plan=at(knee_layout.PLAN),
         comparison=rules.compare.output.json,
         realized=get_realized,
         boots=get_all_sessions("boot"),
         code=get_code("bar"),
     output:
-        json=f"{R}/comparison/bar.json",
-        md=f"{R}/comparison/comparison.md",
+        json=at(knee_layout.BAR),
+        md=at(knee_layout.COMPARISON_MD),
         html=report(
-            f"{R}/comparison/verdict.html",
+            at(knee_layout.VERDICT_HTML),
             caption="../report/verdict.rst",
             category="Verdict",
         ),
     log:
-        f"{R}/logs/bar.log",
+        at(knee_layout.log("bar")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"

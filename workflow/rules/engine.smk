@@ -45,11 +45,11 @@ if ENGINE and not ENGINE_BUILT:
     rule engine_info:
         """An existing engine environment (runtime.engine): its Python and package versions."""
         input:
-            plan=ancient(f"{R}/plan.json"),
+            plan=ancient(at(knee_layout.PLAN)),
         output:
             ENGINE_FACTS,
         log:
-            f"{R}/logs/engine_info.log",
+            at(knee_layout.log("engine_info")),
         localrule: True
         conda:
             "../../envs/workflow.yaml"
@@ -85,9 +85,9 @@ if not knee_config.plan_fixed(R):
     rule plan:
         """The plan: resolved arms, session order, instruments, the bar and its sha256."""
         output:
-            f"{R}/plan.json",
+            at(knee_layout.PLAN),
         log:
-            f"{R}/logs/plan.log",
+            at(knee_layout.log("plan")),
         localrule: True
         conda:
             "../../envs/workflow.yaml"
@@ -109,11 +109,11 @@ if not RUNTIME.boots:
         """External runtime: each arm's running server, checked and described once before the
         first session (knee boots and stops nothing)."""
         input:
-            plan=f"{R}/plan.json",
+            plan=at(knee_layout.PLAN),
         output:
-            protected(f"{R}/receipts/servers.json"),
+            protected(at(knee_layout.facts("servers.json"))),
         log:
-            f"{R}/logs/servers.log",
+            at(knee_layout.log("servers")),
         localrule: True
         conda:
             "../../envs/workflow.yaml"

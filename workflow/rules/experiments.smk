@@ -5,6 +5,7 @@
 from knee.plan import config as knee_config
 from knee.plan import configfile as knee_configfile
 from knee import deps as knee_deps
+from knee.core import layout as knee_layout
 from knee.core.errors import KneeError
 
 if not isinstance(config["experiments"], list) or not config["experiments"]:
@@ -57,7 +58,7 @@ CAMPAIGN = f"results/{knee_configfile.campaign_folder(EXPERIMENTS)}"
 rule campaign:
     """One page over the experiments of this invocation: which k won at which concurrency."""
     input:
-        [f"results/{name}/MANIFEST.sha256" for name in EXPERIMENTS],
+        [f"results/{name}/{knee_layout.MANIFEST}" for name in EXPERIMENTS],
         code=knee_deps.code_files("campaign"),
     output:
         f"{CAMPAIGN}/README.md",

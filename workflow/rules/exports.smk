@@ -1,18 +1,18 @@
 rule tables:
     """Tidy tables for a notebook: the comparison's rows and every request (derived only)."""
     input:
-        plan=f"{R}/plan.json",
+        plan=at(knee_layout.PLAN),
         comparison=rules.compare.output.json,
         code=get_code("tables"),
     output:
         rows=report(
-            f"{R}/comparison/rows.csv",
+            at(knee_layout.ROWS),
             caption="../report/rows.rst",
             category="Comparison",
         ),
-        requests=f"{R}/raw/requests.parquet",
+        requests=at(knee_layout.REQUESTS),
     log:
-        f"{R}/logs/tables.log",
+        at(knee_layout.log("tables")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"
@@ -35,10 +35,10 @@ rule crate:
         prediction=get_prediction,
         code=get_code("crate"),
     output:
-        metadata=f"{R}/ro-crate-metadata.json",
-        copies=directory(f"{R}/workflow"),
+        metadata=at(knee_layout.CRATE),
+        copies=directory(at(knee_layout.WORKFLOW)),
     log:
-        f"{R}/logs/crate.log",
+        at(knee_layout.log("crate")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"
@@ -58,9 +58,9 @@ rule manifest:
         rules.tables.output,
         rules.crate.output,
     output:
-        f"{R}/MANIFEST.sha256",
+        at(knee_layout.MANIFEST),
     log:
-        f"{R}/logs/manifest.log",
+        at(knee_layout.log("manifest")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"

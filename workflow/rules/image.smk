@@ -2,11 +2,11 @@ rule image:
     """The engine image: its pinned digest checked against the reference, pulled, its engine
     versions read (docker runtime only)."""
     input:
-        plan=f"{R}/plan.json",
+        plan=at(knee_layout.PLAN),
     output:
-        f"{R}/receipts/image.json",
+        at(knee_layout.facts("image.json")),
     log:
-        f"{R}/logs/image.log",
+        at(knee_layout.log("image")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"

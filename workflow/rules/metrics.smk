@@ -2,12 +2,12 @@ rule window_metrics:
     """Counter deltas, server latency and spec-decode analysis of one instrument window."""
     input:
         unpack(window_files),
-        boot=f"{R}/receipts/{{sid}}-boot.json",
+        boot=at(knee_layout.receipt("{sid}", "boot")),
         code=get_code("metrics"),
     output:
-        f"{R}/raw/{{sid}}/{{instrument}}.metrics.json",
+        at(knee_layout.metrics("{sid}", "{instrument}")),
     log:
-        f"{R}/logs/metrics/{{sid}}-{{instrument}}.log",
+        at(knee_layout.log("metrics/{sid}-{instrument}")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"
@@ -27,9 +27,9 @@ rule acceptance:
         metrics=get_all_metrics,
         code=get_code("acceptance"),
     output:
-        f"{R}/comparison/acceptance.json",
+        at(knee_layout.ACCEPTANCE),
     log:
-        f"{R}/logs/acceptance.log",
+        at(knee_layout.log("acceptance")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"

@@ -2,12 +2,12 @@ checkpoint decide:
     """Stopping by precision: after pair n, the comparison and bar of pairs 1..n decide one more
     pair or stop (knee.plan.stopping). A receipt: made once, never recomputed by a rerun."""
     input:
-        plan=ancient(f"{R}/plan.json"),
+        plan=ancient(at(knee_layout.PLAN)),
         raw=ancient(get_pairs_raw),
     output:
-        protected(f"{R}/protocol/after-pair-{{n}}.json"),
+        protected(at(knee_layout.look("{n}"))),
     log:
-        f"{R}/logs/protocol/after-pair-{{n}}.log",
+        at(knee_layout.log("protocol/after-pair-{n}")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"
@@ -20,13 +20,13 @@ checkpoint decide:
 rule realized:
     """The realized protocol: how many pairs ran, the sessions, every look's decision."""
     input:
-        plan=ancient(f"{R}/plan.json"),
+        plan=ancient(at(knee_layout.PLAN)),
         decisions=get_decisions,
         stops=get_all_sessions("stop"),
     output:
-        f"{R}/protocol/realized.json",
+        at(knee_layout.REALIZED),
     log:
-        f"{R}/logs/protocol/realized.log",
+        at(knee_layout.log("protocol/realized")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"

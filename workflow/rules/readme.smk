@@ -2,22 +2,22 @@ rule figures_render:
     """Every figure, from derived files only: throughput and TTFT per concurrency, per-position
     acceptance, fixture classes against the control range."""
     input:
-        plan=f"{R}/plan.json",
+        plan=at(knee_layout.PLAN),
         comparison=rules.compare.output.json,
         acceptance=rules.acceptance.output,
         code=get_code("figures"),
     output:
         **{
             f"{name}_png": report(
-                f"{R}/figures/{name}.png",
+                at(knee_layout.figure(name, "png")),
                 caption=f"../report/{name}.rst",
                 category="Figures",
             )
             for name in FIGURES
         },
-        **{f"{name}_svg": f"{R}/figures/{name}.svg" for name in FIGURES},
+        **{f"{name}_svg": at(knee_layout.figure(name, "svg")) for name in FIGURES},
     log:
-        f"{R}/logs/figures.log",
+        at(knee_layout.log("figures")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"
@@ -40,7 +40,7 @@ rule figures:
 rule readme:
     """The results README: every number linked to the file it came from."""
     input:
-        plan=f"{R}/plan.json",
+        plan=at(knee_layout.PLAN),
         comparison=rules.compare.output.json,
         bar=rules.bar.output.json,
         acceptance=rules.acceptance.output,
@@ -54,9 +54,9 @@ rule readme:
         template="workflow/knee/templates/README.md.j2",
         code=get_code("readme"),
     output:
-        f"{R}/README.md",
+        at(knee_layout.README),
     log:
-        f"{R}/logs/readme.log",
+        at(knee_layout.log("readme")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"

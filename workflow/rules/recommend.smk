@@ -4,24 +4,24 @@ rule recommend:
     paired run that checks the prediction. Data that cannot support a recommendation gives a
     refusal with its reason, in the same files."""
     input:
-        plan=f"{R}/plan.json",
+        plan=at(knee_layout.PLAN),
         realized=get_realized,
         raw=get_all_raw,
         metrics=get_all_metrics,
         config=CONFIG_FILES,
         code=get_code("recommend"),
     output:
-        json=f"{R}/recommend/recommendation.json",
-        readme=f"{R}/recommend/README.md",
-        verify=f"{R}/recommend/verify.yaml",
+        json=at(knee_layout.RECOMMENDATION),
+        readme=at(knee_layout.RECOMMEND_README),
+        verify=at(knee_layout.VERIFY),
         png=report(
-            f"{R}/recommend/recommend.png",
+            at(knee_layout.recommend_figure("png")),
             caption="../report/recommend.rst",
             category="Recommendation",
         ),
-        svg=f"{R}/recommend/recommend.svg",
+        svg=at(knee_layout.recommend_figure("svg")),
     log:
-        f"{R}/logs/recommend.log",
+        at(knee_layout.log("recommend")),
     localrule: True
     conda:
         "../../envs/workflow.yaml"

@@ -1,14 +1,14 @@
 rule session:
     """One engine session: boot -> (scrape, instrument, scrape) x N -> stop. The unit of failure."""
     input:
-        plan=ancient(f"{R}/plan.json"),
+        plan=ancient(at(knee_layout.PLAN)),
         engine=ancient(get_engine_input),
         model=ancient(get_model_input),
         previous=ancient(get_previous_stop),
     output:
         **{k: protected(update(v)) for k, v in session_outputs("{sid}").items()},
     log:
-        f"{R}/logs/session/{{sid}}.log",
+        at(knee_layout.log("session/{sid}")),
     conda:
         "../../envs/workflow.yaml"
     resources:

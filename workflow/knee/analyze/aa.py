@@ -15,7 +15,7 @@ from pathlib import Path
 from knee.analyze import bar, compare, inference
 from knee.analyze.folder import load_sessions
 from knee.analyze.noise import spread_pct
-from knee.core import jsonio
+from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.plan.arms import NO_VARIABLE
 from knee.plan.config import sha256_of
@@ -25,7 +25,7 @@ def boots_of(roots: list[Path], arm: dict) -> list[dict]:
     """Every session of these results folders that ran exactly `arm`, in boot order."""
     found = []
     for root in roots:
-        plan = jsonio.read(Path(root) / "plan.json", "plan")
+        plan = jsonio.read(Path(root) / layout.PLAN, "plan")
         for session in load_sessions(plan, root).values():
             if session["boot"]["server"] == arm:
                 found.append(session)
@@ -47,7 +47,7 @@ def assemble(boots: list[dict], template: dict) -> tuple[dict, dict]:
 
 def calibrate(roots: list[Path], rules: list[dict], alpha: float = 0.05) -> dict:
     """The A/A comparison of every boot of the first folder's control arm, and its bar."""
-    first = jsonio.read(Path(roots[0]) / "plan.json", "plan")
+    first = jsonio.read(Path(roots[0]) / layout.PLAN, "plan")
     boots = boots_of(roots, first["arms"]["control"])
     plan, sessions = assemble(boots, first)
     comparison = compare.compare(plan, sessions)

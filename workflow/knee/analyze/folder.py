@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from knee import instruments
-from knee.core import jsonio, rawfiles
+from knee.core import jsonio, layout, rawfiles
 from knee.plan import stopping
 
 
@@ -15,7 +15,7 @@ def instrument_names(plan: dict) -> list[str]:
 
 
 def boot_path(root: Path, sid: str) -> Path:
-    return Path(root) / "receipts" / f"{sid}-boot.json"
+    return Path(root) / layout.receipt(sid, "boot")
 
 
 def load_boots(plan: dict, root: Path) -> list[dict]:
@@ -25,7 +25,7 @@ def load_boots(plan: dict, root: Path) -> list[dict]:
 
 def load_receipts(plan: dict, root: Path, kind: str) -> dict[str, dict]:
     """Every session's receipt of this kind that exists, by session id."""
-    paths = {s["id"]: Path(root) / "receipts" / f"{s['id']}-{kind}.json"
+    paths = {s["id"]: Path(root) / layout.receipt(s["id"], kind)
              for s in realized_sessions(plan, root)}
     return {sid: jsonio.read(p, kind) for sid, p in paths.items() if p.exists()}
 
@@ -37,7 +37,7 @@ def session_receipts(plan: dict, root: Path) -> dict[str, dict]:
 
 
 def realized_path(root: Path) -> Path:
-    return Path(root) / "protocol" / "realized.json"
+    return Path(root) / layout.REALIZED
 
 
 def realized_pairs(plan: dict, root: Path) -> int:
@@ -65,7 +65,7 @@ def load_sessions(plan: dict, root: Path, pairs: int | None = None) -> dict:
     upto = realized_pairs(plan, root) if pairs is None else pairs
     for session in sessions_upto(plan, upto):
         sid = session["id"]
-        files = {name: rawfiles.stored(Path(root) / "raw" / sid, f"{name}.json")
+        files = {name: rawfiles.stored(Path(root) / layout.raw_dir(sid), f"{name}.json")
                  for name in instrument_names(plan)}
         files["boot"] = boot_path(root, sid)
         out[(session["pair"], session["arm"])] = {
@@ -81,11 +81,11 @@ def prediction_path(plan: dict, root: Path) -> Path:
     """A verification run's registered prediction: the copy the results folder carries
     (workflow/recommendation.json, written with the crate), else the file the plan names (the
     path from the checkout's top, as the workflow reads it before the crate exists)."""
-    copy = Path(root) / "workflow" / "recommendation.json"
+    copy = Path(root) / layout.WORKFLOW / "recommendation.json"
     return copy if copy.is_file() else Path(plan["prediction"]["file"])
 
 
 def recommendation_of(root: Path) -> dict | None:
     """recommend/recommendation.json, if the folder has one."""
-    path = Path(root) / "recommend" / "recommendation.json"
+    path = Path(root) / layout.RECOMMENDATION
     return jsonio.read(path, "recommendation") if path.is_file() else None

@@ -29,7 +29,7 @@ from knee.analyze import compare, kmodel, recommend_parts
 from knee.analyze.folder import realized_sessions
 from knee.analyze.kmodel import session_k
 from knee.analyze.recommend_parts import RESAMPLES
-from knee.core import jsonio, rawfiles
+from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 
 MIN_POINTS = 3
@@ -72,7 +72,8 @@ def sweep_windows(plan: dict, root: Path) -> dict[tuple[int, str], dict]:
     under "raw"["sweep"] as compare.host_speed takes sessions."""
     out = {}
     for s in realized_sessions(plan, root):  # protocol order
-        raw = jsonio.read(rawfiles.stored(Path(root) / "raw" / s["id"], "sweep.json"), "raw")
+        raw_dir = Path(root) / layout.raw_dir(s["id"])
+        raw = jsonio.read(rawfiles.stored(raw_dir, "sweep.json"), "raw")
         out[(s["pair"], s["arm"])] = {"id": s["id"], "raw": {"sweep": raw}}
     return out
 
@@ -105,13 +106,13 @@ def acceptance_windows(plan: dict, root: Path, horizon: int) -> list[dict]:
         if not fixed_at(plan, s["arm"], horizon):
             continue
         for name in ACCEPTANCE_INSTRUMENTS:
-            path = Path(root) / "raw" / s["id"] / f"{name}.metrics.json"
+            path = Path(root) / layout.metrics(s["id"], name)
             if name not in plan["instruments"] or not path.exists():
                 continue
             m = jsonio.read(path)
             per_pos = m.get("spec_decode_num_accepted_tokens_per_pos") or []
             if len(per_pos) == horizon and m.get("spec_decode_num_drafts"):
-                out.append({"pair": s["pair"], "file": f"raw/{s['id']}/{name}.metrics.json",
+                out.append({"pair": s["pair"], "file": layout.metrics(s["id"], name),
                             "drafts": m["spec_decode_num_drafts"], "accepted_per_pos": per_pos})
     return out
 

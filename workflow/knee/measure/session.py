@@ -24,7 +24,7 @@ from pathlib import Path
 from knee import instruments
 from knee.analyze import resolved
 from knee.analyze.folder import instrument_names
-from knee.core import jsonio, rawfiles
+from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.measure import cache, gpu, hostfacts, hostspeed, listening, progress, receipts
 from knee.measure.runtime import docker, endpoint, external, process
@@ -71,11 +71,11 @@ class Session:
         self.rt = self.plan["runtime"]
         self.runtime = runtimes.of(self.plan)
         self.staging = self.root / ".staging" / self.sid
-        self.log = self.root / "logs" / "engine" / f"{self.sid}.log"
+        self.log = self.root / layout.log(f"engine/{self.sid}")
         self.cache_root = Path(self.rt["cache_dir"]).resolve()
 
     def receipt(self, kind: str, payload: dict) -> None:
-        jsonio.write(self.staging / "receipts" / f"{self.sid}-{kind}.json", kind,
+        jsonio.write(self.staging / layout.receipt(self.sid, kind), kind,
                      {"experiment": self.plan["name"], "session": self.sid, **payload})
 
 
@@ -110,7 +110,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
                          "model": model, "engine": engine_facts, "scheduler": where},
              arm_key, expected, snap_before)
         for name in instrument_names(s.plan):
-            measure(engine, s.plan, name, sid, s.staging / "raw" / sid, model, client_cpus,
+            measure(engine, s.plan, name, sid, s.staging / layout.raw_dir(sid), model, client_cpus,
                     engine_cpus)
         ok = True
     finally:
@@ -153,8 +153,8 @@ def expect_cache(s: Session, model: dict, engine_facts: dict) -> tuple[str, dict
 def prepare_folders(s: Session) -> None:
     """A fresh staging folder, and the previous attempt's engine log moved aside."""
     shutil.rmtree(s.staging, ignore_errors=True)
-    (s.staging / "raw" / s.sid).mkdir(parents=True)
-    (s.staging / "receipts").mkdir()
+    (s.staging / layout.raw_dir(s.sid)).mkdir(parents=True)
+    (s.staging / layout.RECEIPTS).mkdir()
     if s.log.exists():
         s.log.rename(s.log.with_suffix(f".{int(time.time())}.log"))
 
@@ -216,7 +216,7 @@ def stop(s: Session, engine: Engine, ok: bool) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     stopped = engine.stop(s.rt["stop_timeout_s"])
-    raw = s.staging / "raw" / s.sid
+    raw = s.staging / layout.raw_dir(s.sid)
     # what the session publishes, hashed as it publishes it: the audit holds the raw files to it
     measured = {"raw_sha256": {p.name: jsonio.sha256_file(p) for p in sorted(raw.iterdir())
                                if p.is_file()}} if ok else {}
@@ -267,7 +267,7 @@ def check_flags(s: Session, engine_facts: dict) -> None:
 
 def refuse_overwrite(root: Path, sid: str) -> None:
     """A measurement is never overwritten, whatever asked for it (root ignores file modes)."""
-    done = [p for p in (root / "receipts" / f"{sid}-boot.json", root / "raw" / sid)
+    done = [p for p in (root / layout.receipt(sid, "boot"), root / layout.raw_dir(sid))
             if p.exists() and (p.is_file() or any(p.iterdir()))]
     if done:
         raise KneeError(

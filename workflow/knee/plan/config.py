@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from knee import instruments
-from knee.core import jsonio
+from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
 from knee.plan import configfile, places, runtimes, secrets, stopping
@@ -281,13 +281,13 @@ PLANNED = ("question", "variable", "arms", "model", "runtime", "protocol", "inst
 
 
 def measured(root: Path | str) -> bool:
-    return any((Path(root) / "receipts").glob("*-boot.json"))
+    return any((Path(root) / layout.RECEIPTS).glob("*-boot.json"))
 
 
 def plan_fixed(root: Path | str) -> bool:
     """Whether plan.json is what booted sessions were measured under (then nothing makes it
     again)."""
-    return (Path(root) / "plan.json").is_file() and measured(root)
+    return (Path(root) / layout.PLAN).is_file() and measured(root)
 
 
 def planned_part(plan: dict) -> dict:
@@ -299,7 +299,7 @@ def planned_part(plan: dict) -> dict:
 def check_bound(plan: dict, root: Path | str, source: str) -> None:
     """A results folder belongs to the config in its plan.json: once a session has booted
     there, another config under the same name is refused."""
-    path = Path(root) / "plan.json"
+    path = Path(root) / layout.PLAN
     if not path.is_file() or not measured(root):
         return
     try:

@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from knee.core import jsonio, prompts
+from knee.core import jsonio, layout, prompts
 from knee.core.errors import KneeError
 from knee.plan import runtimes
 from knee.plan.arms import resolve_arms
@@ -59,7 +59,7 @@ def check_cache_dir(value: str, source: str) -> Path:
     elif (any(inside(path, Path(s)) for s in NOT_FOR_CACHES) or inside(path, Path.home())) \
             and not any(inside(path, Path(s)) for s in CACHE_PLACES):
         reason = "inside a system or home directory"
-    elif any((p / "plan.json").is_file() for p in (path, *path.parents)):
+    elif any((p / layout.PLAN).is_file() for p in (path, *path.parents)):
         reason = "inside a results folder"
     if reason:
         raise KneeError(f"{source}: runtime.cache_dir: {value!r} resolves to {path}, {reason}: "

@@ -24,16 +24,16 @@ from knee.analyze.folder import (
 )
 from knee.analyze.looks import decide
 from knee.analyze.prom import window_metrics
-from knee.core import jsonio, rawfiles
+from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import sha256_file
 from knee.publish import evidence, readme, rendered, tables
 from knee.publish.evidence import diff
 
-MANIFEST = "MANIFEST.sha256"
-CRATE = "ro-crate-metadata.json"
-LISTED = ("plan.json", "README.md", "receipts", "raw", "protocol", "comparison", "figures",
-          "workflow", "ro-crate-metadata.json")
+MANIFEST = layout.MANIFEST
+CRATE = layout.CRATE
+LISTED = (layout.PLAN, layout.README, layout.RECEIPTS, layout.RAW, layout.PROTOCOL,
+          layout.COMPARISON_DIR, layout.FIGURES, layout.WORKFLOW, layout.CRATE)
 
 
 def manifest_lines(root: Path) -> list[str]:
@@ -116,7 +116,7 @@ def audit(root: Path) -> list[str]:
 def examine(root: Path) -> tuple[list[str], list[str]]:
     """(problems, notes): what disagrees, and what the folder could not be checked for."""
     root = Path(root)
-    plan = jsonio.read(root / "plan.json", "plan")
+    plan = jsonio.read(root / layout.PLAN, "plan")
     loaded = load_sessions(plan, root)
     order = [(s["id"], loaded[(s["pair"], s["arm"])]) for s in realized_sessions(plan, root)]
     problems, notes = check_sessions(root, plan, order)
@@ -130,15 +130,15 @@ def examine(root: Path) -> tuple[list[str], list[str]]:
             fresh, stored = check_window(root, sid, inst, session, plan)
             problems += fresh
             windows.append(stored)
-            sources.append(f"results/{plan['name']}/raw/{sid}/{inst}.metrics.json")
+            sources.append(f"results/{plan['name']}/{layout.metrics(sid, inst)}")
     comparison = compare.compare(plan, loaded)
-    stored = jsonio.read(root / "comparison" / "comparison.json", "comparison")
-    problems += [f"comparison/comparison.json#{p}: differs from the recomputation"
+    stored = jsonio.read(root / layout.COMPARISON, "comparison")
+    problems += [f"{layout.COMPARISON}#{p}: differs from the recomputation"
                  for p in diff({k: stored.get(k) for k in comparison}, comparison)]
     problems += tables.check(root, stored, loaded)
     bar = judge_plan(plan, comparison, boots)
-    stored_bar = jsonio.read(root / "comparison" / "bar.json", "bar")
-    problems += [f"comparison/bar.json#{p}: differs from the recomputation"
+    stored_bar = jsonio.read(root / layout.BAR, "bar")
+    problems += [f"{layout.BAR}#{p}: differs from the recomputation"
                  for p in diff({k: stored_bar.get(k) for k in bar}, bar)]
     acceptance = {"windows": prom.acceptance_table(windows, sources)}
     problems += rendered.check(root, plan, comparison, bar, acceptance["windows"])
@@ -162,8 +162,9 @@ def check_sessions(root: Path, plan: dict, order: list[tuple[str, dict]]) -> \
     digest = (plan["runtime"].get("image") or {}).get("digest")
     for sid, boot in boots.items():
         if digest and boot.get("image_digest") != digest:
-            problems.append(f"receipts/{sid}-boot.json: image_digest {boot.get('image_digest')}"
-                            f" != plan.json runtime.image.digest {digest}")
+            problems.append(f"{layout.receipt(sid, 'boot')}: image_digest "
+                            f"{boot.get('image_digest')} != plan.json runtime.image.digest "
+                            f"{digest}")
         p, n = evidence.bound_to_session(root, plan, sid, boot, stops.get(sid),
                                            instrument_names(plan))
         problems += p
@@ -174,8 +175,8 @@ def check_sessions(root: Path, plan: dict, order: list[tuple[str, dict]]) -> \
 def check_window(root: Path, sid: str, inst: str, session: dict, plan: dict) -> \
         tuple[list[str], dict]:
     """One window's metrics recomputed from its raw file and scrapes, against the stored."""
-    path = root / "raw" / sid / f"{inst}.metrics.json"
-    files = rawfiles.window(root / "raw" / sid, inst)
+    path = root / layout.metrics(sid, inst)
+    files = rawfiles.window(root / layout.raw_dir(sid), inst)
     before, after = files["prom.before"], files["prom.after"]
     stored = jsonio.read(path, "metrics")
     try:
@@ -190,7 +191,7 @@ def check_window(root: Path, sid: str, inst: str, session: dict, plan: dict) -> 
 def check_readme(root: Path, text: str) -> list[str]:
     """README.md against its rendering from the recomputed files, line by line."""
     problems = []
-    published = (root / "README.md").read_text().splitlines()
+    published = (root / layout.README).read_text().splitlines()
     differing = [(n, a, b) for n, (a, b) in
                  enumerate(zip(published, text.splitlines(), strict=False), 1) if a != b]
     for n, a, b in differing[:10]:
@@ -231,14 +232,14 @@ def check_recommendation(root: Path, plan: dict) -> list[str]:
         return problems
     fresh = recommend_out.make(plan, root)
     stored = jsonio.read(folder / "recommendation.json", "recommendation")
-    problems += [f"recommend/recommendation.json#{p}: differs from the recomputation"
+    problems += [f"{layout.RECOMMENDATION}#{p}: differs from the recomputation"
                  for p in diff({k: stored.get(k) for k in fresh}, fresh)]
     texts = {"README.md": recommend_report.readme(stored, plan),
              "verify.yaml": recommend_out.verify_text(stored, plan,
                                                       recommend_out.config_of(root))}
     for name, text in texts.items():
         if (folder / name).read_text() != text:
-            problems.append(f"recommend/{name}: differs from the recomputation")
+            problems.append(f"{layout.RECOMMEND}/{name}: differs from the recomputation")
     return problems + rendered.recommend_figure(root, stored)
 
 
@@ -248,11 +249,12 @@ def check_order(root: Path, plan: dict, boots: list[dict]) -> list[str]:
     for s, boot in zip(realized_sessions(plan, root), boots, strict=True):
         if s["after"] is None:
             continue
-        stop = jsonio.read(root / "receipts" / f"{s['after']}-stop.json", "stop")
+        stop = jsonio.read(root / layout.receipt(s["after"], "stop"), "stop")
         if boot["started_at"] < stop["stopped_at"]:
-            problems.append(f"receipts/{s['id']}-boot.json: started_at {boot['started_at']} is "
-                            f"before {s['after']} stopped ({stop['stopped_at']}): the sessions "
-                            "did not run in the planned order")
+            problems.append(f"{layout.receipt(s['id'], 'boot')}: started_at "
+                            f"{boot['started_at']} is before {s['after']} stopped "
+                            f"({stop['stopped_at']}): the sessions did not run in the planned "
+                            "order")
     return problems
 
 
@@ -263,10 +265,10 @@ def check_looks(root: Path, plan: dict) -> list[str]:
         return []
     problems = []
     for d in jsonio.read(path, "realized")["decisions"]:
-        look = root / "protocol" / f"after-pair-{d['pairs']}.json"
+        look = root / layout.look(d["pairs"])
         stored = jsonio.read(look, "decision")
         fresh = decide(plan, root, d["pairs"])
-        problems += [f"protocol/{look.name}#{p}: differs from the recomputation"
+        problems += [f"{layout.PROTOCOL}/{look.name}#{p}: differs from the recomputation"
                      for p in diff({k: stored.get(k) for k in fresh}, fresh)]
     return problems
 
@@ -277,12 +279,12 @@ LINK = re.compile(r"\[([^\]]*)\]\(([^)#]+)#([^)]*)\)")
 def trace(root: Path, query: str) -> list[str]:
     """The chain behind a README number (or a file#pointer): derived -> raw -> boot -> config."""
     root = Path(root)
-    plan = jsonio.read(root / "plan.json", "plan")
+    plan = jsonio.read(root / layout.PLAN, "plan")
     hits = []
     if "#" in query:
         hits.append(("(given)", *query.split("#", 1)))
     else:
-        for n, line in enumerate(jsonio.read_text(root / "README.md").splitlines(), 1):
+        for n, line in enumerate(jsonio.read_text(root / layout.README).splitlines(), 1):
             for text, target, pointer in LINK.findall(line):
                 if query in text:
                     hits.append((f"README.md:{n}", target, pointer))
@@ -323,7 +325,7 @@ def provenance(root: Path, plan: dict, target: str, doc: dict, pointer: str) -> 
         for pair in pairs:
             for arm in ("control", "candidate"):
                 sid = f"{pair}-{arm}"
-                path = rawfiles.stored(root / "raw" / sid, f"{row['instrument']}.json")
+                path = rawfiles.stored(root / layout.raw_dir(sid), f"{row['instrument']}.json")
                 raw = jsonio.read(path, "raw")
                 pts = [p for p in raw["points"] if str(row["point"]) in ("all", str(p["point"]))]
                 n = sum(len(p["records"]) for p in pts)
@@ -343,9 +345,9 @@ def provenance(root: Path, plan: dict, target: str, doc: dict, pointer: str) -> 
 
 
 def boot_lines(root: Path, sid: str) -> list[str]:
-    boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
+    boot = jsonio.read(root / layout.receipt(sid, "boot"), "boot")
     pkgs = ", ".join(f"{k} {v}" for k, v in boot["engine"]["packages"].items() if v)
-    return [f"receipts/{sid}-boot.json: {boot['runtime']} runtime, image digest "
+    return [f"{layout.receipt(sid, 'boot')}: {boot['runtime']} runtime, image digest "
             f"{boot.get('image_digest') or 'n/a'}, model sha256 "
             f"{(boot['model'].get('sha256') or 'n/a')[:16]}, {pkgs}",
             f"  argv: {' '.join(boot['argv'])}"]

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from knee.analyze.kmodel import session_k
-from knee.core import jsonio
+from knee.core import jsonio, layout
 from knee.publish.comparison_md import ci, pctf
 
 
@@ -46,10 +46,10 @@ def across(comparison: dict, instrument: str, metric: str, point) -> dict | None
 
 
 def load(root: Path) -> dict:
-    rec = root / "recommend" / "recommendation.json"
-    return {"root": root, "plan": jsonio.read(root / "plan.json", "plan"),
-            "comparison": jsonio.read(root / "comparison" / "comparison.json", "comparison"),
-            "bar": jsonio.read(root / "comparison" / "bar.json", "bar"),
+    rec = root / layout.RECOMMENDATION
+    return {"root": root, "plan": jsonio.read(root / layout.PLAN, "plan"),
+            "comparison": jsonio.read(root / layout.COMPARISON, "comparison"),
+            "bar": jsonio.read(root / layout.BAR, "bar"),
             "recommend": jsonio.read(rec, "recommendation") if rec.is_file() else None}
 
 

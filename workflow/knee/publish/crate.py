@@ -19,7 +19,7 @@ from rocrate.rocrate import ROCrate
 
 from knee import __version__
 from knee.analyze import folder
-from knee.core import jsonio, prompts
+from knee.core import jsonio, layout, prompts
 from knee.plan import configfile
 from knee.publish import audit
 
@@ -40,21 +40,19 @@ FORMATS = {".json": "application/json", ".csv": "text/csv", ".md": "text/markdow
            ".gz": "application/gzip",  # a session's raw files, compressed
            "": "text/plain"}  # the Snakefile
 NO_LICENSE = "not stated (the experiment's config sets none: license)"
+RAW_JSON = (layout.raw_dir("*") + "/*[a-z].json", layout.raw_dir("*") + "/*.json.gz")
 STEPS = {  # analysis step: (what it did, the files it read, the files it wrote)
-    "metrics": ("per-window metrics from the scrapes", ("raw/*/*.prom.*", "raw/*/*[a-z].json",
-                                                         "raw/*/*.json.gz"),
-                ("raw/*/*.metrics.json",)),
+    "metrics": ("per-window metrics from the scrapes",
+                (layout.raw_dir("*") + "/*.prom.*", *RAW_JSON), (layout.metrics("*", "*"),)),
     "compare": ("validation of the arms and the deltas over boot pairs",
-                ("raw/*/*.json", "raw/*/*.json.gz", "receipts/*-boot.json"),
-                ("comparison/comparison.json",)),
-    "bar": ("the pre-registered bar's verdicts", ("comparison/comparison.json",),
-            ("comparison/bar.json", "comparison/comparison.md", "comparison/verdict.html")),
-    "figures": ("the figures", ("comparison/comparison.json", "comparison/acceptance.json"),
-                ("figures/*",)),
-    "tables": ("the tidy tables", ("comparison/comparison.json", "raw/*/*[a-z].json",
-                                   "raw/*/*.json.gz"),
-               ("comparison/rows.csv", "raw/requests.parquet")),
-    "readme": ("the README", ("comparison/*.json",), ("README.md",)),
+                (layout.raw_dir("*") + "/*.json", RAW_JSON[1], layout.receipt("*", "boot")),
+                (layout.COMPARISON,)),
+    "bar": ("the pre-registered bar's verdicts", (layout.COMPARISON,),
+            (layout.BAR, layout.COMPARISON_MD, layout.VERDICT_HTML)),
+    "figures": ("the figures", (layout.COMPARISON, layout.ACCEPTANCE),
+                (layout.figure("*", "*"),)),
+    "tables": ("the tidy tables", (layout.COMPARISON, *RAW_JSON), (layout.ROWS, layout.REQUESTS)),
+    "readme": ("the README", (f"{layout.COMPARISON_DIR}/*.json",), (layout.README,)),
 }
 
 
@@ -72,7 +70,7 @@ def config_copy(config_paths: list[Path]) -> bytes:
 def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: dict) -> list[Path]:
     """The Snakefile, the experiment's config, its prompt files and (a verification run) the
     recommendation it checks, copied under workflow/."""
-    out = Path(root) / "workflow"
+    out = Path(root) / layout.WORKFLOW
     out.mkdir(parents=True, exist_ok=True)
     jsonio.atomic_write_text(out / "config.yaml", config_copy(config_paths))
     copies = [(snakefile, out / "Snakefile")]
@@ -89,7 +87,7 @@ def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: dic
 def build(root: Path) -> dict:
     """The crate's JSON-LD for a results folder whose files are all in place."""
     root = Path(root)
-    plan = jsonio.read(root / "plan.json", "plan")
+    plan = jsonio.read(root / layout.PLAN, "plan")
     # name -> sha256, hashed once (the manifest's own lines)
     files = {name: digest for digest, name in
              (line.split("  ", 1) for line in audit.manifest_lines(root)) if name != METADATA}
@@ -161,7 +159,8 @@ def run_actions(crate: ROCrate, entities: dict, boots: list[dict], stops: dict,
     inputs = [e for f, e in entities.items() if f.startswith("workflow/")
               and f != "workflow/Snakefile"]
     act(crate, crate.mainEntity, "#run", f"run of knee experiment {plan['name']}",
-        object=inputs, result=pick(entities, ("README.md", "comparison/*", "figures/*")),
+        object=inputs, result=pick(entities, (layout.README, f"{layout.COMPARISON_DIR}/*",
+                                            f"{layout.FIGURES}/*")),
         startTime=min(b["started_at"] for b in boots),
         endTime=max(s["stopped_at"] for s in stops.values()))
     for boot in boots:
@@ -176,16 +175,16 @@ def run_actions(crate: ROCrate, entities: dict, boots: list[dict], stops: dict,
             app["image"] = {"@id": image.id}  # wfrun: the container the engine ran in
         instrument = crate.add(ContextEntity(crate, f"#engine-{sid}", app))
         act(crate, instrument, f"#session-{sid}", f"session {sid}: boot, instruments, stop",
-            object=pick(entities, ("plan.json",)),
-            result=pick(entities, (f"raw/{sid}/*", f"receipts/{sid}-*")),
+            object=pick(entities, (layout.PLAN,)),
+            result=pick(entities, (f"{layout.raw_dir(sid)}/*", layout.receipt(sid, "*"))),
             startTime=boot["started_at"], endTime=stops[sid]["stopped_at"])
 
 
 def write(root: Path, snakefile: Path, config_paths: list[Path]) -> Path:
     """Copy the inputs, then write the crate's metadata (atomically)."""
     root = Path(root)
-    plan = jsonio.read(root / "plan.json", "plan")
-    shutil.rmtree(root / "workflow", ignore_errors=True)
+    plan = jsonio.read(root / layout.PLAN, "plan")
+    shutil.rmtree(root / layout.WORKFLOW, ignore_errors=True)
     copy_inputs(root, snakefile, config_paths, plan)
     path = root / METADATA
     jsonio.atomic_write_text(path, json.dumps(build(root), indent=2, ensure_ascii=False) + "\n")

@@ -12,7 +12,7 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-from knee.core import jsonio, rawfiles
+from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.plan import arms, config, configfile, runtimes, secrets
 
@@ -44,14 +44,14 @@ def diff(a, b, pointer: str = "") -> list[str]:
 def remade_plan(root: Path, plan: dict) -> dict | None:
     """plan.json as knee makes it from the folder's copy of the config (workflow/config.yaml),
     under the plan's name; None where the folder has no copy."""
-    copy_ = Path(root) / "workflow" / "config.yaml"
+    copy_ = Path(root) / layout.WORKFLOW / "config.yaml"
     if not copy_.is_file():
         return None
     cfg = configfile.load(copy_)
     cfg["name"] = plan["name"]  # --config name=NAME is not in the file
     prediction = None
     if "prediction" in cfg:
-        kept = Path(root) / "workflow" / "recommendation.json"
+        kept = Path(root) / layout.WORKFLOW / "recommendation.json"
         prediction = {"file": cfg["prediction"],
                       "sha256": jsonio.sha256_file(kept) if kept.is_file() else None}
     return config.plan_of(config.validate(cfg, str(copy_)), plan["config_file"], prediction)
@@ -81,12 +81,12 @@ def registration(root: Path, plan: dict, boots: dict[str, dict]) -> Checked:
                      for p in diff({k: plan.get(k) for k in keep}, fresh)]
     for sid, boot in boots.items():
         if boot.get("config_sha256") != config_sha:
-            problems.append(f"receipts/{sid}-boot.json: config_sha256 "
+            problems.append(f"{layout.receipt(sid, 'boot')}: config_sha256 "
                             f"{str(boot.get('config_sha256'))[:12]} != {config_sha[:12]}, "
                             "recomputed from the folder's config: the session booted under "
                             "another config")
         if boot.get("bar_sha256") != bar:
-            problems.append(f"receipts/{sid}-boot.json: bar_sha256 "
+            problems.append(f"{layout.receipt(sid, 'boot')}: bar_sha256 "
                             f"{str(boot.get('bar_sha256'))[:12]} != {bar[:12]}, recomputed "
                             "from plan.json's bar: this bar was not registered before the "
                             "session booted")
@@ -116,7 +116,7 @@ def booted_as_planned(plan: dict, sessions: list[dict], boots: dict[str, dict]) 
     problems = []
     for s in sessions:
         sid, boot = s["id"], boots[s["id"]]
-        where = f"receipts/{sid}-boot.json"
+        where = layout.receipt(sid, "boot")
         for key in ("session", "pair", "arm"):
             want = sid if key == "session" else s[key]
             if boot.get(key) != want:
@@ -159,7 +159,7 @@ def bound_to_session(root: Path, plan: dict, sid: str, boot: dict, stop: dict | 
     scrapes come from the process this boot started, and (sessions that recorded them) the
     files hash to what the stop receipt recorded when the session published."""
     problems, notes = [], []
-    raw_dir = Path(root) / "raw" / sid
+    raw_dir = Path(root) / layout.raw_dir(sid)
     t0 = datetime.fromisoformat(boot["started_at"]).timestamp()
     t1 = t0 + float(boot.get("boot_seconds") or 0)
     for inst in instruments:
@@ -167,7 +167,8 @@ def bound_to_session(root: Path, plan: dict, sid: str, boot: dict, stop: dict | 
         raw = jsonio.read(files["json"], "raw")
         for key, want in (("session", sid), ("instrument", inst)):
             if raw.get(key) != want:
-                problems.append(f"raw/{sid}/{files['json'].name}: {key} {raw.get(key)!r} != "
+                problems.append(f"{layout.raw_dir(sid)}/{files['json'].name}: {key} "
+                                f"{raw.get(key)!r} != "
                                 f"{want!r}: not this session's measurement")
         if not runtimes.of(plan).boots:
             continue
@@ -179,7 +180,7 @@ def bound_to_session(root: Path, plan: dict, sid: str, boot: dict, stop: dict | 
                              "process start time (some scrapes have no "
                              "process_start_time_seconds)")
             elif not t0 - START_SLACK_S <= at <= t1 + START_SLACK_S:
-                problems.append(f"raw/{sid}/{path.name}: the engine process started at "
+                problems.append(f"{layout.raw_dir(sid)}/{path.name}: the engine process started at "
                                 f"{at:.1f}, not during this session's boot ({t0:.0f} to "
                                 f"{t1:.0f}, receipts/{sid}-boot.json): another boot's scrape")
     recorded = (stop or {}).get("raw_sha256")
@@ -188,14 +189,16 @@ def bound_to_session(root: Path, plan: dict, sid: str, boot: dict, stop: dict | 
                      "it published (stop receipts of an older knee record none)")
         return problems, notes
     present = {p.name for p in raw_dir.iterdir() if p.is_file() and ".metrics." not in p.name}
+    receipt = layout.receipt(sid, "stop")
     for name in sorted(set(recorded) | present):
+        where = f"{layout.raw_dir(sid)}/{name}"
         if name not in present:
-            problems.append(f"raw/{sid}/{name}: missing, recorded by receipts/{sid}-stop.json")
+            problems.append(f"{where}: missing, recorded by {receipt}")
         elif name not in recorded:
-            problems.append(f"raw/{sid}/{name}: not recorded by receipts/{sid}-stop.json")
+            problems.append(f"{where}: not recorded by {receipt}")
         elif jsonio.sha256_file(raw_dir / name) != recorded[name]:
-            problems.append(f"raw/{sid}/{name}: sha256 differs from the one "
-                            f"receipts/{sid}-stop.json recorded when the session published")
+            problems.append(f"{where}: sha256 differs from the one {receipt} recorded when the "
+                            "session published")
     return problems, notes
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from knee import instruments
 from knee.analyze import compare, inference, recommend_parts
+from knee.core import layout
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.summary import order_name
@@ -46,7 +47,7 @@ def headline(comparison: dict, bar: dict) -> str:
     if not gains:
         return verdict
     best = max(gains, key=lambda r: abs(r["delta_pct"]))
-    at = f"comparison/comparison.json#/rows/{comparison['rows'].index(best)}/delta_pct"
+    at = f"{layout.COMPARISON}#/rows/{comparison['rows'].index(best)}/delta_pct"
     return (f"{verdict}; largest throughput change [{best['delta_pct']:+.1f}%]({at}) at "
             f"C{best['point']} ({best['noise']})")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from knee.analyze import recommend, recommend_parts
-from knee.core import jsonio
+from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.plan import configfile
 
@@ -21,15 +21,15 @@ PARITY_PCT = 5.0
 
 
 def folder(root: Path) -> Path:
-    return Path(root) / "recommend"
+    return Path(root) / layout.RECOMMEND
 
 
 def config_of(root: Path) -> list[Path]:
     """The experiment's config: the copy the crate keeps, else the file(s) the plan names."""
-    copy_ = Path(root) / "workflow" / "config.yaml"
+    copy_ = Path(root) / layout.WORKFLOW / "config.yaml"
     if copy_.is_file():
         return [copy_]
-    return [Path(p) for p in jsonio.read(Path(root) / "plan.json")["config_file"].split(" + ")]
+    return [Path(p) for p in jsonio.read(Path(root) / layout.PLAN)["config_file"].split(" + ")]
 
 
 def make(plan: dict, root: Path) -> dict:
@@ -109,7 +109,7 @@ def verify_text(rec: dict, plan: dict, config_paths: list[Path]) -> str:
         return f"# no verification run: the recommendation was refused ({rec['reason']})\n"
     # paths as the workflow writes them, from the checkout's top: the same text wherever the
     # results folder is read from
-    home = Path("results") / plan["name"] / "recommend"
+    home = Path("results") / plan["name"] / layout.RECOMMEND
     cfg = verify_config(rec, plan, configfile.load_all(config_paths), home / "recommendation.json")
     return ("# The paired run that checks the recommendation (knee recommend). Run it with\n"
             f"#   snakemake --config experiment={home}/verify.yaml\n"

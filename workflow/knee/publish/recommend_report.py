@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from knee.core import layout
 from knee.publish.comparison_md import fmt, pctf
 from knee.publish.figures import COLORS, STABLE, plt, save
 
@@ -119,7 +120,7 @@ def readme(rec: dict, plan: dict) -> str:
              f"{rec['interval']['confidence']:.0%}, over {rec['interval']['resamples']} "
              f"resamples of the {rec['interval']['pairs']} {rec['interval']['level']}.", "",
              "Check it with the paired run it pre-registers: `snakemake --config "
-             f"experiment=results/{rec['experiment']}/recommend/verify.yaml` "
+             f"experiment=results/{rec['experiment']}/{layout.VERIFY}` "
              "([verify.yaml](verify.yaml)).", "", "![predicted throughput per k](recommend.png)",
              "", "## Best k per concurrency", "", *schedule_lines(rec), "",
              "## Throughput knee and crossover", "", *knee_lines(rec), "",

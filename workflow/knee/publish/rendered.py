@@ -9,7 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from knee.core import jsonio
+from knee.core import jsonio, layout
 from knee.publish import figures, templating
 from knee.publish.comparison_md import comparison_markdown
 from knee.publish.evidence import diff
@@ -17,8 +17,8 @@ from knee.publish.evidence import diff
 
 def texts(root: Path, comparison: dict, bar: dict) -> list[str]:
     problems = []
-    for name, text in (("comparison/comparison.md", comparison_markdown(comparison, bar)),
-                       ("comparison/verdict.html", templating.verdict_html(comparison, bar))):
+    for name, text in ((layout.COMPARISON_MD, comparison_markdown(comparison, bar)),
+                       (layout.VERDICT_HTML, templating.verdict_html(comparison, bar))):
         path = Path(root) / name
         if not path.is_file():
             problems.append(f"{name}: missing")
@@ -46,7 +46,7 @@ def same_files(made: Path, kept: Path, shown: str) -> list[str]:
 def figures_of(root: Path, plan: dict, comparison: dict, table: list[dict]) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         figures.render_all(plan, comparison, table, Path(tmp))
-        return same_files(Path(tmp), Path(root) / "figures", "figures")
+        return same_files(Path(tmp), Path(root) / layout.FIGURES, "figures")
 
 
 def recommend_figure(root: Path, recommendation: dict) -> list[str]:
@@ -60,7 +60,7 @@ def recommend_figure(root: Path, recommendation: dict) -> list[str]:
 def check(root: Path, plan: dict, comparison: dict, bar: dict, table: list[dict]) -> list[str]:
     """comparison.md, verdict.html, acceptance.json and the figures, rendered again."""
     problems = texts(root, comparison, bar)
-    stored = jsonio.read(Path(root) / "comparison" / "acceptance.json", "acceptance")
-    problems += [f"comparison/acceptance.json#{p}: differs from the recomputation"
+    stored = jsonio.read(Path(root) / layout.ACCEPTANCE, "acceptance")
+    problems += [f"{layout.ACCEPTANCE}#{p}: differs from the recomputation"
                  for p in diff(stored.get("windows"), table, "/windows")]
     return problems + figures_of(root, plan, comparison, table)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from knee.analyze import stats
-from knee.core import jsonio
+from knee.core import jsonio, layout
 
 # every column, what it holds (config/README.md shows this table; a test checks they agree)
 ROW_COLUMNS = {
@@ -110,29 +110,29 @@ def check(root: Path, comparison: dict, sessions: dict) -> list[str]:
     """The stored tables against tables made anew from comparison.json and the raw files
     (Parquet compared as read back, so another pyarrow's byte layout is no difference)."""
     problems = []
-    rows, requests = Path(root) / "comparison" / "rows.csv", Path(root) / "raw" / "requests.parquet"
+    rows, requests = Path(root) / layout.ROWS, Path(root) / layout.REQUESTS
     if not rows.is_file():
-        problems.append("comparison/rows.csv: missing (re-render: knee tables)")
+        problems.append(f"{layout.ROWS}: missing (re-render: knee tables)")
     else:
         fresh = csv_text(comparison_rows(comparison)).splitlines()
         stored = rows.read_text().splitlines()
         bad = [n for n, (a, b) in enumerate(zip(stored, fresh, strict=False), 1) if a != b]
         if bad or len(stored) != len(fresh):
             line = bad[0] if bad else min(len(stored), len(fresh)) + 1
-            problems.append(f"comparison/rows.csv:{line}: differs from comparison.json")
+            problems.append(f"{layout.ROWS}:{line}: differs from comparison.json")
     if not requests.is_file():
-        return [*problems, "raw/requests.parquet: missing (re-render: knee tables)"]
+        return [*problems, f"{layout.REQUESTS}: missing (re-render: knee tables)"]
     fresh = pd.read_parquet(io.BytesIO(parquet_bytes(request_rows(sessions))))
     stored = pd.read_parquet(requests)
     if list(stored.columns) != list(fresh.columns) or len(stored) != len(fresh):
-        return [*problems, f"raw/requests.parquet: {len(stored)} rows x {list(stored.columns)}"
+        return [*problems, f"{layout.REQUESTS}: {len(stored)} rows x {list(stored.columns)}"
                            f" != {len(fresh)} x {list(fresh.columns)} from the raw files"]
     for column in fresh.columns:
         both_missing = stored[column].isna() & fresh[column].isna()
         same = stored[column].eq(fresh[column]).fillna(False).astype(bool) | both_missing
         if not same.all():
             row = int((~same).to_numpy().nonzero()[0][0])
-            problems.append(f"raw/requests.parquet: row {row} ({fresh['session'][row]} "
+            problems.append(f"{layout.REQUESTS}: row {row} ({fresh['session'][row]} "
                             f"{fresh['instrument'][row]} point {fresh['point'][row]}) column "
                             f"{column} differs from the raw files")
     return problems

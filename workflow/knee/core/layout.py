@@ -1,0 +1,73 @@
+"""The layout of a results folder, spelled once: every path in it, relative to the folder. The
+rules (workflow/rules/*.smk: f"{R}/{layout.X}") and the Python that writes, reads, audits or
+packages a folder (`root / layout.X`) name a file only through this module, so a moved output
+moves everywhere at once. Functions take the session id or the name and return the path;
+Snakemake passes "{sid}" and the like to get its wildcard patterns."""
+
+from __future__ import annotations
+
+PLAN = "plan.json"
+README = "README.md"
+MANIFEST = "MANIFEST.sha256"
+CRATE = "ro-crate-metadata.json"
+WORKFLOW = "workflow"  # the config and workflow files as they ran
+
+RECEIPTS = "receipts"
+RAW = "raw"
+REQUESTS = "raw/requests.parquet"
+
+COMPARISON_DIR = "comparison"
+COMPARISON = "comparison/comparison.json"
+BAR = "comparison/bar.json"
+COMPARISON_MD = "comparison/comparison.md"
+VERDICT_HTML = "comparison/verdict.html"
+ACCEPTANCE = "comparison/acceptance.json"
+ROWS = "comparison/rows.csv"
+
+FIGURES = "figures"
+RECOMMEND = "recommend"
+RECOMMENDATION = "recommend/recommendation.json"
+RECOMMEND_README = "recommend/README.md"
+VERIFY = "recommend/verify.yaml"
+
+PROTOCOL = "protocol"
+REALIZED = "protocol/realized.json"
+
+LOGS = "logs"
+
+
+def receipt(sid: str, kind: str) -> str:
+    """A session's receipt: boot, stop or cache."""
+    return f"{RECEIPTS}/{sid}-{kind}.json"
+
+
+def facts(name: str) -> str:
+    """A receipt of the whole experiment (engine.json, image.json, servers.json)."""
+    return f"{RECEIPTS}/{name}"
+
+
+def raw_dir(sid: str) -> str:
+    """A session's raw measurements (knee.core.rawfiles names the files in it)."""
+    return f"{RAW}/{sid}"
+
+
+def metrics(sid: str, instrument: str) -> str:
+    """One window's metrics, derived from its raw file and scrapes."""
+    return f"{RAW}/{sid}/{instrument}.metrics.json"
+
+
+def look(pairs: int | str) -> str:
+    """Stopping by precision: the decision after a pair."""
+    return f"{PROTOCOL}/after-pair-{pairs}.json"
+
+
+def figure(name: str, ext: str) -> str:
+    return f"{FIGURES}/{name}.{ext}"
+
+
+def recommend_figure(ext: str) -> str:
+    return f"{RECOMMEND}/recommend.{ext}"
+
+
+def log(name: str) -> str:
+    return f"{LOGS}/{name}.log"
