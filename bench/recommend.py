@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
 from knee.analyze.folder import prediction_path  # noqa: E402
-from knee.core import jsonio  # noqa: E402
+from knee.core import jsonio, layout  # noqa: E402
 from knee.publish import readme  # noqa: E402
 
 TARGET_PCT = 10.0
@@ -49,9 +49,9 @@ def main() -> int:
                     help="the verification run (default: results/<measured>-verify)")
     args = ap.parse_args()
     verify = args.verify or args.measured.with_name(f"{args.measured.name}-verify")
-    rec = jsonio.read(args.measured / "recommend" / "recommendation.json", "recommendation")
-    plan = jsonio.read(verify / "plan.json", "plan")
-    comparison = jsonio.read(verify / "comparison" / "comparison.json", "comparison")
+    rec = jsonio.read(args.measured / layout.RECOMMENDATION, "recommendation")
+    plan = jsonio.read(verify / layout.PLAN, "plan")
+    comparison = jsonio.read(verify / layout.COMPARISON, "comparison")
     if "prediction" not in plan:
         print(f"{verify.name} is not a verification run (its plan registers no prediction)")
         return 2

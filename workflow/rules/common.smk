@@ -44,13 +44,6 @@ except KneeError as e:
 logger.info(knee_summary.describe(PLAN))
 
 SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
-# the engine CPUs are this machine's only while a session is still to be measured here
-if not all(os.path.exists(at(knee_layout.receipt(sid, "stop"))) for sid in SESSIONS):
-    try:
-        knee_places.check_cpus_here(PLAN, CONFIG_SOURCE)
-    except KneeError as e:
-        raise WorkflowError(str(e)) from None
-
 INSTRUMENTS = instrument_names(PLAN)
 # every figure a registered instrument draws (knee.instruments.spec.Figure)
 FIGURES = [f.name for f in knee_instruments.figures()]
@@ -179,6 +172,14 @@ def session_outputs(sid):
             raw = f"{knee_layout.raw_dir(sid)}/{name}.{kind}{gz}"
             out[f"{name}_{kind.replace('.', '_')}"] = at(raw)
     return out
+
+
+# the engine CPUs are this machine's only while a session is still to be measured here
+if not all(session_done(sid) for sid in SESSIONS):
+    try:
+        knee_places.check_cpus_here(PLAN, CONFIG_SOURCE)
+    except KneeError as e:
+        raise WorkflowError(str(e)) from None
 
 
 def window_files(wildcards):

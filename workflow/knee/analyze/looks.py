@@ -20,7 +20,7 @@ def decide(plan: dict, root: Path, n: int) -> dict:
 
 def realized(plan: dict, decisions: list[dict]) -> dict:
     """The realized protocol from the looks made: where the first look said stop, or max."""
-    lo, hi = stopping.bounds(plan["protocol"]["pairs"])
+    hi = stopping.bounds(plan["protocol"]["pairs"])[1]
     looks = sorted(decisions, key=lambda d: d["pairs"])
     pairs = next((d["pairs"] for d in looks if d["stop"]), hi)
     keep = ("pairs", "stop", "reason", "verdict", "rules")

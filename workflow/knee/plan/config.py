@@ -281,7 +281,7 @@ PLANNED = ("question", "variable", "arms", "model", "runtime", "protocol", "inst
 
 
 def measured(root: Path | str) -> bool:
-    return any((Path(root) / layout.RECEIPTS).glob("*-boot.json"))
+    return any(Path(root).glob(layout.receipt("*", "boot")))
 
 
 def plan_fixed(root: Path | str) -> bool:
