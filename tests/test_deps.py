@@ -21,10 +21,14 @@ def test_a_stage_lists_every_module_it_imports(stage):
 
 
 def test_the_comparison_runs_what_its_command_imports():
-    """compare's list once left out depthcurve, results and bar: derived, it cannot."""
+    """compare's list once left out modules it ran (the depth curve's, results, bar): derived,
+    it cannot."""
     files = deps.code_files("compare")
-    for module in ("compare", "depthcurve", "folder", "inference", "noise", "stats"):
+    for module in ("compare", "folder", "inference", "noise", "stats"):
         assert f"workflow/knee/analyze/{module}.py" in files
+    # the instruments derive their own sections of the comparison
+    for module in ("fixture", "depth", "spec"):
+        assert f"workflow/knee/instruments/{module}.py" in files
     assert "workflow/knee/publish/figures.py" not in files
     assert "workflow/knee/measure/client.py" not in files
     assert "workflow/knee/publish/figures.py" in deps.code_files("figures")

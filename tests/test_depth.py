@@ -1,7 +1,7 @@
 """The depth curve: band, streaky points excluded with their reason."""
 
-
-from knee.analyze import depthcurve
+from knee.analyze.stats import decode_rate
+from knee.instruments import depth
 
 
 def point(depth, chunks, tokens=65, span=1.0):
@@ -14,7 +14,7 @@ def point(depth, chunks, tokens=65, span=1.0):
 def test_flat_curve_band_and_a_streaky_point_excluded_with_its_reason():
     raw = {"points": [point(64, 40), point(256, 41, span=1.05), point(1024, 12),
                       point(1792, 39, span=1.07)]}
-    c = depthcurve.curve(raw)
+    c = depth.curve(raw, decode_rate)
     included = [p["depth"] for p in c["points"] if p["included"]]
     assert included == [64, 256, 1792]
     [out] = [p for p in c["points"] if not p["included"]]

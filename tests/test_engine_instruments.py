@@ -81,7 +81,7 @@ def test_exact_token_prompts_are_deterministic_and_exact_on_the_real_tokenizer(e
     assert [len(tokenize(p)) for p in a] == [40, 40, 40]
 
 
-def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
+def test_a_toy_instrument_in_one_file_is_planned_measured_compared_derived_and_rendered(
         engine, toy, default_config, tmp_path):
     from knee.analyze import bar as bar_module
     from knee.analyze import compare, folder
@@ -112,6 +112,11 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_and_rendered(
             **boot, "pair": 1, "arm": arm, "bar_sha256": plan["bar_sha256"]}}
     comparison = compare.compare(plan, sessions)  # compared
     assert comparison["verdict"] == "VALID", comparison["mismatches"]
+    spans = comparison["burst_spans"]  # derived, by its own module
+    assert [(s["pair"], s["arm"], s["requests"]) for s in spans] == [
+        (1, "candidate", 2), (1, "control", 2)]
+    assert all(0 < s["fastest_s"] <= s["slowest_s"] for s in spans), spans
+    assert comparison["fixture_classes"] == [] == comparison["depth_curves"]  # did not run
     rows = {(r["point"], r["metric"]) for r in comparison["rows"] if r["instrument"] == "burst"}
     assert rows >= {("burst", m) for m in compare.METRICS if m != "decode_rate_p50"}
     # a decode rate needs a request's chunks received at two different times: the engine may

@@ -54,7 +54,9 @@ def test_fixture_class_with_consistent_sign_is_flagged_like_the_seed():
         return {"raw": {"fixture": {"instrument": "fixture", "points": [
             {"point": "tool_json", "run": 1, "wall_s": 1.0, "records": [rec(span)]}]}}}
     pairs = [(fixture(157.6), fixture(146.8)), (fixture(158.7), fixture(146.5))]
-    [c] = compare.fixture_classes(pairs)
+    sessions = {(p, arm): s for p, pair in enumerate(pairs, start=1)
+                for arm, s in zip(("control", "candidate"), pair, strict=True)}
+    [c] = compare.derived(sessions, valid=True)["fixture_classes"]
     assert c["class"] == "tool_json" and c["flag"] and c["consistent_sign"]
     assert not c["inside_control_range"]
     assert [round(d, 1) for d in c["delta_pct"]] == [-6.9, -7.7]

@@ -1,9 +1,11 @@
 """A toy instrument, the whole of it in this one file: one burst of exact-token prompts sent
-all at once, and a figure of its throughput. tests/test_engine_instruments.py registers it and
-sees it planned, measured, compared, drawn and rendered, with nothing else in knee edited."""
+all at once, a section of the comparison derived from its windows (each session's fastest and
+slowest request) and a figure of its throughput. tests/test_engine_instruments.py registers it
+and sees it planned, measured, compared, derived, drawn and rendered, with nothing else in knee
+edited."""
 
 from knee.core import prompts
-from knee.instruments import Figure, Spec
+from knee.instruments import Derived, Figure, Spec
 
 SCHEMA = {
     "type": "object", "additionalProperties": False,
@@ -26,6 +28,17 @@ def run(target, cfg: dict) -> dict:
     return {"instrument": "burst", "points": [point], "warmup": None}
 
 
+def spans(windows) -> list[dict]:
+    """Each session's fastest and slowest request of the burst, send to done (seconds)."""
+    out = []
+    for (pair, arm), raw in sorted(windows.sessions.items()):
+        took = [r["t_done"] - r["t_send"] for p in raw["points"] for r in p["records"]
+                if not r["warmup"] and not r["error"]]
+        out.append({"pair": pair, "arm": arm, "requests": len(took),
+                    "fastest_s": min(took, default=None), "slowest_s": max(took, default=None)})
+    return out
+
+
 def draw(ax, view) -> None:
     """Each pair's burst throughput, control against candidate."""
     rows = [r for r in view.comparison["rows"] if r["instrument"] == "burst"
@@ -40,5 +53,5 @@ def draw(ax, view) -> None:
 
 
 SPEC = Spec(name="burst", title="Burst (every request at once)", run=run, schema=SCHEMA,
-            bar_points=lambda cfg: ["burst"],
+            bar_points=lambda cfg: ["burst"], derived=(Derived("burst_spans", spans),),
             figures=(Figure("burst", "burst throughput per pair", "burst throughput", draw),))

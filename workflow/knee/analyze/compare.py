@@ -7,9 +7,10 @@ engine version matches, and the resolved servers differ only in the declared var
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 from knee import instruments
-from knee.analyze import depthcurve, inference, noise, resolved
+from knee.analyze import inference, noise, resolved
 from knee.analyze.stats import decode_rate, mean, pct, point_summary
 from knee.plan.arms import differences, in_variable, shown_variable
 
@@ -154,26 +155,32 @@ def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, confidence: float)
     return rows
 
 
-def fixture_classes(pairs: list[tuple[dict, dict]]) -> list[dict]:
-    """Each class's candidate figure against the range of every control boot (the flag of the
-    reference write-up)."""
-    if "fixture" not in pairs[0][0]["raw"]:
-        return []
-    out = []
-    figs = [(arm_figures(c["raw"]["fixture"]), arm_figures(d["raw"]["fixture"]))
-            for c, d in pairs]
-    for cls in [c for c in figs[0][0] if c != "all"]:
-        controls = [fa[cls]["decode_rate_p50"] for fa, _ in figs]
-        cands = [fb[cls]["decode_rate_p50"] for _, fb in figs]
-        deltas = [delta_pct(a, b) for a, b in zip(controls, cands, strict=True)]
-        signs = {(d > 0) - (d < 0) for d in deltas if d is not None}
-        consistent = len(signs) == 1 and 0 not in signs and len(deltas) > 1
-        lo, hi = min(controls), max(controls)
-        inside = all(lo <= c <= hi for c in cands)
-        out.append({"class": cls, "metric": "decode_rate_p50", "control_range": [lo, hi],
-                    "candidate": cands, "delta_pct": deltas, "inside_control_range": inside,
-                    "consistent_sign": consistent, "flag": consistent})
-    return out
+@dataclass(frozen=True)
+class Windows:
+    """One instrument's raw windows, as its derived sections (knee.instruments.Derived) take
+    them: every session's, {(pair, arm): raw}, and the pairs', [(control, candidate)] from pair
+    1 on, with the figures the comparison's rows are made of."""
+    sessions: dict[tuple[int, str], dict]
+    pairs: list[tuple[dict, dict]]
+    figures = staticmethod(arm_figures)
+    delta_pct = staticmethod(delta_pct)
+    decode_rate = staticmethod(decode_rate)
+
+
+def windows(instrument: str, sessions: dict[tuple[int, str], dict]) -> Windows:
+    n = max(pair for pair, _ in sessions)
+    return Windows(
+        sessions={k: s["raw"][instrument] for k, s in sessions.items()},
+        pairs=[(sessions[(p, "control")]["raw"][instrument],
+                sessions[(p, "candidate")]["raw"][instrument]) for p in range(1, n + 1)])
+
+
+def derived(sessions: dict[tuple[int, str], dict], valid: bool) -> dict[str, list]:
+    """Every registered instrument's derived sections (empty where it did not run, or where
+    the arms did not measure the same requests)."""
+    ran = set(next(iter(sessions.values()))["raw"])
+    return {section.key: section.derive(windows(name, sessions)) if valid and name in ran
+            else [] for name, section in instruments.derived()}
 
 
 FOREIGN_BUSY = 0.10  # the load generator's CPUs busy with other work beyond this: flagged
@@ -286,7 +293,7 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
                              plan["variable"])
         checked += c
         bad += b
-    rows, classes = [], []
+    rows = []
     if not bad:
         pairs = [(sessions[(p, "control")], sessions[(p, "candidate")]) for p in range(1, n + 1)]
         drift = control_drift([c for c, _ in pairs])
@@ -295,18 +302,19 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
         for pair, (c, d) in enumerate(pairs, start=1):
             rows += rows_for_pair(pair, c, d, drift, seed, confidence)
         rows += across_pairs(pairs, drift, confidence)
-        classes = fixture_classes(pairs)
-    curves = [] if bad else [
-        {"pair": pair, "arm": arm, **depthcurve.curve(s["raw"]["depth"])}
-        for (pair, arm), s in sorted(sessions.items()) if "depth" in s["raw"]]
-    return {"experiment": plan["name"], "verdict": "INVALID" if bad else "VALID",
+    head = {"experiment": plan["name"], "verdict": "INVALID" if bad else "VALID",
             "variable": plan["variable"], "fields_checked": checked, "mismatches": bad,
-            "rows": rows, "fixture_classes": classes, "depth_curves": curves,
-            "interval_method": inference.METHOD, "noise_method": NOISE_METHOD,
+            "rows": rows}
+    tail = {"interval_method": inference.METHOD, "noise_method": NOISE_METHOD,
             "host_flags": host_flags(sessions),
             **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {}),
             **({"gpu": clocks} if (clocks := gpu_clocks(plan, sessions)) else {}),
             **engine_side(plan, sessions)}
+    sections = derived(sessions, valid=not bad)
+    if clash := sorted(set(sections) & (set(head) | set(tail) | {"schema", "schema_version"})):
+        raise ValueError(f"an instrument's derived section takes the comparison's own key "
+                         f"{clash[0]!r}")
+    return {**head, **sections, **tail}
 
 
 def engine_side(plan: dict, sessions: dict) -> dict:

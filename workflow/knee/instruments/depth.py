@@ -4,16 +4,25 @@ Each prompt is exactly `depth` tokens of the model's own tokenizer (the server's
 sent as token ids, with a unique head so no depth can be served from another's prefix cache.
 The prefix-cache counters are scraped around every request: a hit would time a re-prefill or
 skip one (the reference write-up's broken first instrument), so it is refused, not measured.
+
+Its comparison section, depth_curves: per session, decode rate against depth, the band, and the
+points left out. A point is excluded, with its reason recorded, when its continuation was
+unrepresentative: far more tokens per stream chunk than the other depths (the reference
+write-up's 212K point: a repetitive continuation the drafter guessed in long streaks). The
+band is the spread of the included points around the shallowest included one.
 """
 
 from __future__ import annotations
 
+from statistics import median
+
 from knee.core import prompts
 from knee.core.errors import KneeError
-from knee.instruments.spec import Figure, Spec
+from knee.instruments.spec import Derived, Figure, Spec
 
 HITS = "vllm:prefix_cache_hits_total"
 QUERIES = "vllm:prefix_cache_queries_total"
+STREAK_FACTOR = 1.5
 SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["depths"],
     "properties": {
@@ -68,7 +77,44 @@ def run(target, cfg: dict) -> dict:
     return out
 
 
-# it sends token ids, which only the completions endpoint takes
+def curve(raw: dict, decode_rate) -> dict:
+    """One session's curve: decode_rate(record) is the comparison's decode rate."""
+    points = []
+    for p in raw["points"]:
+        rec = next((r for r in p["records"] if not r["warmup"]), None)
+        if rec is None or rec.get("error"):
+            points.append({"depth": p["point"], "decode_rate": None, "chunks": 0,
+                           "tokens_per_chunk": None, "included": False,
+                           "reason": f"request failed: {rec and rec.get('error')}"})
+            continue
+        chunks = len(rec["chunk_times"])
+        points.append({"depth": p["point"], "decode_rate": decode_rate(rec), "chunks": chunks,
+                       "tokens_per_chunk": rec["output_tokens"] / chunks if chunks else None,
+                       "ttft_s": rec["t_first"] - rec["t_send"], "included": True,
+                       "reason": None})
+    tpc = [p["tokens_per_chunk"] for p in points if p["tokens_per_chunk"]]
+    typical = median(tpc) if tpc else None
+    for p in points:
+        if p["included"] and typical and p["tokens_per_chunk"] > STREAK_FACTOR * typical:
+            p["included"] = False
+            p["reason"] = (f"repetitive continuation: {p['chunks']} chunks, "
+                           f"{p['tokens_per_chunk']:.1f} tokens per chunk against a median of "
+                           f"{typical:.1f}")
+        if p["included"] and p["decode_rate"] is None:
+            p["included"], p["reason"] = False, "no decode span (single chunk)"
+    included = [p for p in points if p["included"]]
+    band = None
+    if included:
+        base = included[0]["decode_rate"]
+        band = max(abs(p["decode_rate"] / base - 1) for p in included) * 100 if base else None
+    return {"points": points, "band_pct": band}
+
+
+def curves(windows) -> list[dict]:
+    return [{"pair": pair, "arm": arm, **curve(raw, windows.decode_rate)}
+            for (pair, arm), raw in sorted(windows.sessions.items())]
+
+
 def draw(ax, view) -> None:
     """Decode rate against prompt depth per arm (mean over pairs), the band of the included
     points, excluded points shown and labelled with their recorded reason."""
@@ -104,8 +150,10 @@ def draw(ax, view) -> None:
     ax.set_ylabel("single-stream decode rate (tok/s)")
 
 
-# shown in the README's depth section, with the curves' table, not among the figures
+# it sends token ids, which only the completions endpoint takes; its figure is shown in the
+# README's depth section, with the curves' table, not among the figures
 SPEC = Spec(name="depth", title="Depth (single stream, one prompt per depth)", run=run,
             schema=SCHEMA, bar_points=lambda cfg: cfg["depths"], api="completions",
+            derived=(Derived("depth_curves", curves),),
             figures=(Figure("depth", "decode rate against prompt depth",
                             "decode rate against prompt depth", draw, listed=False),))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knee.core import prompts
-from knee.instruments.spec import Figure, Spec
+from knee.instruments.spec import Derived, Figure, Spec
 
 SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["classes"],
@@ -33,6 +33,25 @@ def run(target, cfg: dict) -> dict:
     return out
 
 
+def classes(windows) -> list[dict]:
+    """Each class's candidate figure against the range of every control boot (the flag of the
+    reference write-up)."""
+    figs = [(windows.figures(c), windows.figures(d)) for c, d in windows.pairs]
+    out = []
+    for cls in [c for c in figs[0][0] if c != "all"]:
+        controls = [fa[cls]["decode_rate_p50"] for fa, _ in figs]
+        cands = [fb[cls]["decode_rate_p50"] for _, fb in figs]
+        deltas = [windows.delta_pct(a, b) for a, b in zip(controls, cands, strict=True)]
+        signs = {(d > 0) - (d < 0) for d in deltas if d is not None}
+        consistent = len(signs) == 1 and 0 not in signs and len(deltas) > 1
+        lo, hi = min(controls), max(controls)
+        inside = all(lo <= c <= hi for c in cands)
+        out.append({"class": cls, "metric": "decode_rate_p50", "control_range": [lo, hi],
+                    "candidate": cands, "delta_pct": deltas, "inside_control_range": inside,
+                    "consistent_sign": consistent, "flag": consistent})
+    return out
+
+
 def draw(ax, view) -> None:
     """Each fixture class: the range of the control boots, the candidate of every pair."""
     classes = view.comparison.get("fixture_classes") or []
@@ -54,5 +73,6 @@ def draw(ax, view) -> None:
 
 SPEC = Spec(name="fixture", title="Single-stream fixture", run=run, schema=SCHEMA,
             bar_points=lambda cfg: cfg["classes"], pools=True,
+            derived=(Derived("fixture_classes", classes),),
             figures=(Figure("fixture", "fixture classes against the control range",
                             "fixture classes against the control range", draw),))

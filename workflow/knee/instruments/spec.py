@@ -2,12 +2,15 @@
 
 An instrument is one module under knee/instruments/ holding a `SPEC`: its name, the config
 section it takes (a JSON Schema, merged into the config schema), the README title of its rows,
-the points a bar rule may name, the figures it draws (`Figure`), and its `run(target, cfg)`.
+the points a bar rule may name, the sections of the comparison it derives from its windows
+(`Derived`), the figures it draws (`Figure`), and its `run(target, cfg)`.
 `run` talks to the served engine only through the target it is given
 (knee.measure.runtime.target.Target: send, tokenizer, scrape, counters, check_alive, record), so
 this package never imports the client or a runtime, and the analysis stages may read the
-registry. A figure's `draw(ax, view)` draws on
-one matplotlib Axes from the derived files the publishing stage hands it in `view`
+registry. A derived section's `derive(windows)` computes from the instrument's raw windows
+the comparison hands it (knee.analyze.compare.Windows: every session's window, the pairs, and
+the figures the comparison's rows are made of), and a figure's `draw(ax, view)` draws on one
+matplotlib Axes from the derived files the publishing stage hands it in `view`
 (knee.publish.figures.View), so this package imports neither matplotlib nor the analysis.
 """
 
@@ -34,6 +37,15 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Derived:
+    """One section of comparison.json, `key`: `derive(windows)` -> a list, from the
+    instrument's windows (knee.analyze.compare.Windows); an empty list where the instrument did
+    not run or the arms did not measure the same requests."""
+    key: str
+    derive: Callable[..., list]
+
+
+@dataclass(frozen=True)
 class Spec:
     name: str
     title: str  # the README title of its comparison rows
@@ -43,6 +55,7 @@ class Spec:
     bar_points: Callable[[dict], list] | None = None
     pools: bool = False  # point "all": the decode rate p50 over every request of the window
     api: str | None = None  # the endpoint it always uses, whatever instruments.api says
+    derived: tuple[Derived, ...] = ()  # what the comparison derives from its windows
     figures: tuple[Figure, ...] = ()  # what it draws (knee.publish.figures renders them)
 
 
@@ -55,17 +68,28 @@ def register(spec: Spec) -> Spec:
     """Add an instrument; sessions run the registered ones in the order they were added."""
     if spec.name in REGISTRY or spec.name in SHARED:
         raise ValueError(f"instrument name {spec.name!r} is taken")
-    taken = {f.name for other in REGISTRY.values() for f in other.figures}
-    for figure in spec.figures:
-        if not isinstance(figure, Figure) or not callable(figure.draw):
-            raise ValueError(f"instrument {spec.name!r}: figure {figure!r} is registered but "
-                             "nothing draws it (a Figure with a draw function is needed)")
-        if figure.name in taken:
-            raise ValueError(f"instrument {spec.name!r}: figure name {figure.name!r} is taken")
-        taken.add(figure.name)
+    _unique(spec, "derived", Derived, "derive", "key",
+            "derived section {item!r} has no derive function (a Derived is needed)",
+            "comparison section {name!r} is taken")
+    _unique(spec, "figures", Figure, "draw", "name",
+            "figure {item!r} is registered but nothing draws it (a Figure with a draw function "
+            "is needed)", "figure name {name!r} is taken")
     REGISTRY[spec.name] = spec
     _changed()
     return spec
+
+
+def _unique(spec: Spec, field: str, kind: type, function: str, key: str, bare: str,
+            taken: str) -> None:
+    """Each of spec.<field> is a `kind` with a callable `function` and a `key` no registered
+    instrument's <field> has (bare and taken: the messages, formatted with item and name)."""
+    seen = {getattr(x, key) for other in REGISTRY.values() for x in getattr(other, field)}
+    for item in getattr(spec, field):
+        if not isinstance(item, kind) or not callable(getattr(item, function)):
+            raise ValueError(f"instrument {spec.name!r}: " + bare.format(item=item))
+        if getattr(item, key) in seen:
+            raise ValueError(f"instrument {spec.name!r}: " + taken.format(name=getattr(item, key)))
+        seen.add(getattr(item, key))
 
 
 def unregister(name: str) -> None:
