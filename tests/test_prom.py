@@ -131,3 +131,18 @@ def test_zero_drafts_over_a_bracketed_window_is_said_in_words():
     d = prom.window_deltas(frozen, after, "w", requests=3, speculation=True)
     assert d["spec_decode_num_drafts"] == 0 and "acceptance_rate" not in d
     assert d["flags"][-1].startswith("no drafts proposed")
+
+
+@pytest.mark.parametrize("instrument, own", [("probe", True), ("sweep", False)])
+def test_each_point_gets_window_metrics_of_its_own_where_its_instrument_declares_its_scrapes(
+        instrument, own):
+    rec = {"warmup": False, "error": None, "output_tokens": 10, "t_send": 0.0, "t_first": 0.1,
+           "t_last": 0.5, "t_done": 0.5, "chunk_times": [0.1, 0.3, 0.5]}
+    raw = {"session": "1-control", "instrument": instrument, "warmup": None, "points": [
+        {"point": "T=0.0", "records": [rec], "prom_before": BEFORE, "prom_after": AFTER}]}
+    out = prom.instrument_metrics(raw, BEFORE, AFTER, speculation=True, knee_threshold=0.5,
+                                  files="f")
+    assert ("temperatures" in out) is own
+    if own:  # the point's own scrapes: the same pair here, so the same counters
+        [t] = out["temperatures"]
+        assert t["point"] == "T=0.0" and t["acceptance_rate"] == out["acceptance_rate"]

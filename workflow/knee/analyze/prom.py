@@ -13,6 +13,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from knee import instruments
+from knee.analyze.stats import window_client_summary
 from knee.core import jsonio
 from knee.core.errors import KneeError
 from knee.core.jsonio import config_default
@@ -204,9 +206,8 @@ def acceptance_table(windows: list[dict], sources: list) -> list[dict]:
 
 def instrument_metrics(raw: dict, before: str, after: str, speculation: bool,
                        knee_threshold: float, files: str) -> dict:
-    """The window metrics of one instrument run (and, for the probe, of each temperature)."""
-    from knee.analyze.stats import window_client_summary
-
+    """The window metrics of one instrument run (and, where each point brackets scrapes of its
+    own, as the probe's temperatures do, of each point)."""
     records = [r for p in raw["points"] for r in p["records"]]
     records += (raw.get("warmup") or {}).get("records", [])
     out = window_deltas(before, after, f"{raw['session']}/{raw['instrument']}",
@@ -214,10 +215,11 @@ def instrument_metrics(raw: dict, before: str, after: str, speculation: bool,
                         client_tokens=sum(r["output_tokens"] for r in records), files=files,
                         knee_threshold=knee_threshold)
     out["client_latency"] = window_client_summary(records)
-    if raw["instrument"] == "probe":
+    if instruments.get(raw["instrument"]).point_scrapes:
         out["temperatures"] = [
             {"point": p["point"], **window_deltas(
-                p["prom_before"], p["prom_after"], f"{raw['session']}/probe {p['point']}",
+                p["prom_before"], p["prom_after"],
+                f"{raw['session']}/{raw['instrument']} {p['point']}",
                 requests=len(p["records"]), speculation=speculation,
                 client_tokens=sum(r["output_tokens"] for r in p["records"]),
                 files=f"{files} (embedded scrapes of {p['point']})",

@@ -55,6 +55,10 @@ class Spec:
     bar_points: Callable[[dict], list] | None = None
     pools: bool = False  # point "all": the decode rate p50 over every request of the window
     api: str | None = None  # the endpoint it always uses, whatever instruments.api says
+    # each point is bracketed by scrapes of its own (prom_before, prom_after in its record): the
+    # window's metrics list each point's own under "temperatures" (the probe's, one per
+    # temperature), beside the window's as a whole
+    point_scrapes: bool = False
     derived: tuple[Derived, ...] = ()  # what the comparison derives from its windows
     figures: tuple[Figure, ...] = ()  # what it draws (knee.publish.figures renders them)
 
