@@ -1,5 +1,5 @@
 """Bad experiment files, as a careless or hostile user writes them: each with the words its
-refusal must contain. Used by tests/test_hostile.py and bench/hostile_configs.py."""
+refusal must contain. Used by tests/plan/test_hostile.py and bench/hostile_configs.py."""
 
 from __future__ import annotations
 

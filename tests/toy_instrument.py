@@ -1,8 +1,8 @@
 """A toy instrument, the whole of it in this one file: one burst of exact-token prompts sent
 all at once, a section of the comparison derived from its windows (each session's fastest and
-slowest request) and a figure of its throughput. tests/test_engine_instruments.py registers it
-and sees it planned, measured, compared, derived, drawn and rendered, with nothing else in knee
-edited."""
+slowest request) and a figure of its throughput. tests/instruments/test_engine_instruments.py
+registers it and sees it planned, measured, compared, derived, drawn and rendered, with nothing
+else in knee edited."""
 
 from knee.core import prompts
 from knee.instruments import Derived, Figure, Spec

@@ -6,7 +6,7 @@ Looking at the verdict after every pair and stopping when it is resolved would i
 false PASS and FAIL rates; so the bar's alpha is spent across the looks: each of the
 max - min + 1 possible looks decides at alpha / looks (Bonferroni), which keeps the chance of
 any false verdict over the whole run at alpha or below whatever the stopping point (union
-bound). The final verdict uses the same alpha per look. tests/test_inference.py proves it on
+bound). The final verdict uses the same alpha per look. tests/analyze/test_inference.py proves it on
 simulations of known truth.
 """
 

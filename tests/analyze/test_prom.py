@@ -1,0 +1,148 @@
+"""Scrape analysis on real scrapes of the embedded engine (ngram, k=5)."""
+
+import pytest
+
+from knee.analyze import prom
+from knee.core.errors import KneeError
+from tests.helpers import ROOT
+
+DATA = ROOT / "tests" / "data"
+BEFORE = (DATA / "ngram-k5.prom.before").read_text()
+AFTER = (DATA / "ngram-k5.prom.after").read_text()
+
+
+def test_deltas_follow_the_seed_definitions():
+    d = prom.window_deltas(BEFORE, AFTER, "w", requests=10, speculation=True)
+    drafts, draft_tokens = d["spec_decode_num_drafts"], d["spec_decode_num_draft_tokens"]
+    accepted = d["spec_decode_num_accepted_tokens"]
+    assert drafts > 0 and draft_tokens > 0
+    assert d["acceptance_rate"] == accepted / draft_tokens
+    assert d["mean_acceptance_length"] == 1 + accepted / drafts
+    per_pos = d["spec_decode_num_accepted_tokens_per_pos"]
+    assert len(per_pos) == 5 and sum(per_pos) == accepted
+    assert d["per_position_rate"] == [x / drafts for x in per_pos]
+
+
+def test_created_samples_are_ignored():
+    samples = prom.parse(AFTER)
+    assert not any(name.endswith("_created") for name in samples)
+    assert prom.DRAFTS in samples
+
+
+def test_a_scrape_pair_that_brackets_no_traffic_is_an_error():
+    with pytest.raises(KneeError, match="did not move over a window of 10 requests"):
+        prom.window_deltas(AFTER, AFTER, "1-control/sweep", requests=10, speculation=True)
+
+
+def test_a_counter_reset_is_an_error():
+    with pytest.raises(KneeError, match="went down.*restarted"):
+        prom.window_deltas(AFTER, BEFORE, "1-control/sweep", requests=10, speculation=True)
+
+
+def test_missing_spec_series_is_an_error_when_speculation_is_on():
+    stripped = "\n".join(line for line in AFTER.splitlines() if "spec_decode" not in line)
+    with pytest.raises(KneeError, match="speculation is on but vllm:spec_decode_num_drafts_total"):
+        prom.window_deltas(BEFORE, stripped + "\n", "w", requests=10, speculation=True)
+
+
+def test_seed_k4_probe_numbers():
+    s = prom.spec_summary({"spec_decode_num_drafts": 3478, "spec_decode_num_draft_tokens": 13912,
+                           "spec_decode_num_accepted_tokens": 5738})
+    assert round(s["acceptance_rate"] * 100, 2) == 41.24
+    assert round(s["mean_acceptance_length"], 4) == 2.6498  # accepted tokens per verify step
+
+
+def test_seed_k7_window_per_position_rates():
+    per_pos = [44225, 29747, 19984, 13513, 9086, 6095, 3840]
+    s = prom.spec_summary({"spec_decode_num_drafts": 60944,
+                           "spec_decode_num_draft_tokens": 426608,
+                           "spec_decode_num_accepted_tokens": 126490,
+                           "spec_decode_num_accepted_tokens_per_pos": per_pos})
+    assert [round(r * 100, 2) for r in s["per_position_rate"]] == [
+        72.57, 48.81, 32.79, 22.17, 14.91, 10.00, 6.30]
+
+
+def test_seed_ceiling_and_modelled_rate():
+    d = {"spec_decode_num_accepted_tokens_per_pos": [1, 1, 1, 1], "tokens_per_step": 2.6498}
+    c = prom.ceiling(d, 0.02338)
+    # (4 + 1) / 23.38 ms: the reference write-up's 213.8
+    assert 213.8 <= c["ceiling_decode_rate"] < 213.9
+    assert round(c["modelled_decode_rate"], 1) == 113.3
+    assert "inter_token_latency" in c["step_time_source"]
+
+
+def test_knee_is_first_position_under_threshold():
+    d = {"spec_decode_num_drafts": 3478, "spec_decode_num_draft_tokens": 13912,
+         "spec_decode_num_accepted_tokens": 5738,
+         "spec_decode_num_accepted_tokens_per_pos": [2508, 1607, 1033, 591]}
+    assert prom.spec_summary(d)["knee_position"] == 4  # 0.721, 0.462, 0.297, 0.170
+    assert prom.spec_summary(d, knee_threshold=0.3)["knee_position"] == 3
+    assert prom.spec_summary(d, knee_threshold=0.1)["knee_position"] is None
+
+
+def test_client_server_token_disagreement_is_flagged_with_both_numbers():
+    d = prom.window_deltas(BEFORE, AFTER, "w", requests=10, speculation=True, client_tokens=7)
+    assert d["flags"] == [f"server generation tokens {d['generation_tokens']:g} != "
+                          "client-counted output tokens 7"]
+    ok = prom.window_deltas(BEFORE, AFTER, "w", requests=10, speculation=True,
+                            client_tokens=int(d["generation_tokens"]))
+    assert ok["flags"] == []
+
+
+def test_window_without_requests_is_an_error():
+    with pytest.raises(KneeError, match="brackets no requests"):
+        prom.window_deltas(BEFORE, AFTER, "w", requests=0, speculation=True)
+
+
+def test_server_histograms_are_summarised_per_window():
+    d = prom.window_deltas(BEFORE, AFTER, "w", requests=10, speculation=True)
+    itl = d["server_latency"]["inter_token_latency_s"]
+    assert itl["count"] > 0 and itl["mean"] == itl["sum"] / itl["count"]
+    assert d["step_time_s"] == itl["mean"]
+    assert itl["p50"] <= itl["p90"] <= itl["p99"]
+
+
+def test_bucket_quantile_interpolates_like_prometheus():
+    buckets = [(0.1, 10.0), (0.2, 30.0), (float("inf"), 40.0)]
+    assert prom.bucket_quantile(0.5, buckets) == pytest.approx(0.15)
+    assert prom.bucket_quantile(0.1, buckets) == pytest.approx(0.04)
+    assert prom.bucket_quantile(0.99, buckets) == 0.2  # in the +Inf bucket: its lower bound
+
+
+def test_speculation_off_has_no_spec_series_and_says_so():
+    before = (DATA / "spec-off.prom.before").read_text()
+    after = (DATA / "spec-off.prom.after").read_text()
+    assert prom.DRAFTS not in prom.parse(after)
+    d = prom.window_deltas(before, after, "off", requests=4, speculation=False,
+                           client_tokens=128)
+    assert d["speculation"] == "off" and "acceptance_rate" not in d
+    assert d["generation_tokens"] == 128 and d["flags"] == []
+    with pytest.raises(KneeError, match="speculation is on but"):
+        prom.window_deltas(before, after, "off", requests=4, speculation=True)
+
+
+def test_zero_drafts_over_a_bracketed_window_is_said_in_words():
+    # generation moved (the scrapes bracket the traffic) but the drafter proposed nothing
+    frozen = "\n".join(line for line in BEFORE.splitlines()) + "\n"
+    after = "\n".join(
+        line if "spec_decode" not in line or line.startswith("#")
+        else next(b for b in BEFORE.splitlines() if b.split(" ")[0] == line.split(" ")[0])
+        for line in AFTER.splitlines()) + "\n"
+    d = prom.window_deltas(frozen, after, "w", requests=3, speculation=True)
+    assert d["spec_decode_num_drafts"] == 0 and "acceptance_rate" not in d
+    assert d["flags"][-1].startswith("no drafts proposed")
+
+
+@pytest.mark.parametrize("instrument, own", [("probe", True), ("sweep", False)])
+def test_each_point_gets_window_metrics_of_its_own_where_its_instrument_declares_its_scrapes(
+        instrument, own):
+    rec = {"warmup": False, "error": None, "output_tokens": 10, "t_send": 0.0, "t_first": 0.1,
+           "t_last": 0.5, "t_done": 0.5, "chunk_times": [0.1, 0.3, 0.5]}
+    raw = {"session": "1-control", "instrument": instrument, "warmup": None, "points": [
+        {"point": "T=0.0", "records": [rec], "prom_before": BEFORE, "prom_after": AFTER}]}
+    out = prom.instrument_metrics(raw, BEFORE, AFTER, speculation=True, knee_threshold=0.5,
+                                  files="f")
+    assert ("temperatures" in out) is own
+    if own:  # the point's own scrapes: the same pair here, so the same counters
+        [t] = out["temperatures"]
+        assert t["point"] == "T=0.0" and t["acceptance_rate"] == out["acceptance_rate"]

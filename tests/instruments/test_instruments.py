@@ -1,0 +1,92 @@
+"""The instrument registry (knee.instruments.spec), with the toy instrument of
+tests/toy_instrument.py: its config section and bar points are checked like a built-in one's,
+its derived section lands in the comparison, and a figure nothing draws or a section nothing
+derives is refused when it is registered."""
+
+import dataclasses
+
+import pytest
+
+from knee import instruments
+from knee.core.errors import KneeError
+from tests import toy_instrument
+from tests.helpers import ROOT
+
+
+def test_a_bar_rule_cannot_name_a_point_the_toy_does_not_measure(toy, default_config):
+    from knee.plan import config
+
+    default_config["instruments"]["burst"] = {}
+    default_config["bar"]["rules"] = [{"name": "x", "instrument": "burst", "metric": "throughput",
+                                       "point": "all", "min_gain_pct": 5}]
+    with pytest.raises(KneeError, match=r"bar.rules\[0\]: throughput at point 'all'"):
+        config.plan_config(default_config, "toy.yaml", ROOT)
+    default_config["instruments"]["burst"] = {"requests": 0}
+    with pytest.raises(KneeError, match=r"instruments.burst.requests"):
+        config.plan_config(default_config, "toy.yaml", ROOT)
+
+
+def test_a_figure_that_nothing_draws_is_refused_when_registered():
+    bare = dataclasses.replace(toy_instrument.SPEC, figures=("burst",))
+    with pytest.raises(ValueError, match="figure 'burst' is registered but nothing draws it"):
+        instruments.register(bare)
+    undrawn = dataclasses.replace(toy_instrument.SPEC, figures=(
+        instruments.Figure("burst", "t", "a", draw=None),))
+    with pytest.raises(ValueError, match="nothing draws it"):
+        instruments.register(undrawn)
+    taken = dataclasses.replace(toy_instrument.SPEC, figures=(
+        dataclasses.replace(toy_instrument.SPEC.figures[0], name="ttft"),))
+    with pytest.raises(ValueError, match="figure name 'ttft' is taken"):
+        instruments.register(taken)
+    assert "burst" not in instruments.names()
+
+
+def test_a_derived_section_without_a_derive_function_or_with_a_taken_key_is_refused():
+    bare = dataclasses.replace(toy_instrument.SPEC, derived=("burst_spans",))
+    with pytest.raises(ValueError, match="derived section 'burst_spans' has no derive function"):
+        instruments.register(bare)
+    taken = dataclasses.replace(toy_instrument.SPEC, derived=(
+        instruments.Derived("depth_curves", toy_instrument.spans),))
+    with pytest.raises(ValueError, match="comparison section 'depth_curves' is taken"):
+        instruments.register(taken)
+    assert "burst" not in instruments.names()
+
+
+def burst_sessions(pairs: int) -> dict:
+    def raw(took):
+        return {"instrument": "burst", "points": [{"point": "burst", "run": 1, "records": [
+            {"warmup": False, "error": None, "t_send": 1.0, "t_done": 1.0 + t} for t in took]}]}
+    return {(p, arm): {"boot": {}, "raw": {"burst": raw([0.5 * p, 0.25 if arm == "control"
+                                                        else 0.75])}}
+            for p in range(1, pairs + 1) for arm in ("control", "candidate")}
+
+
+def test_the_toys_derived_section_is_computed_from_its_windows_and_empty_where_it_did_not_run(
+        toy):
+    from knee.analyze import compare
+
+    sections = compare.derived(burst_sessions(2), valid=True)
+    assert list(sections) == ["fixture_classes", "depth_curves", "burst_spans"]
+    assert sections["fixture_classes"] == [] == sections["depth_curves"]
+    assert [(s["pair"], s["arm"], s["fastest_s"], s["slowest_s"])
+            for s in sections["burst_spans"]] == [
+        (1, "candidate", 0.5, 0.75), (1, "control", 0.25, 0.5),
+        (2, "candidate", 0.75, 1.0), (2, "control", 0.25, 1.0)]
+    # arms that did not measure the same requests: nothing is derived
+    assert compare.derived(burst_sessions(2), valid=False)["burst_spans"] == []
+
+
+def test_a_derived_section_cannot_take_a_key_of_the_comparison_itself(monkeypatch):
+    from knee.analyze import compare
+
+    clash = dataclasses.replace(toy_instrument.SPEC, derived=(
+        instruments.Derived("rows", toy_instrument.spans),))
+    plan = {"name": "x", "variable": "speculative_config", "instruments": {"seed": 1},
+            "analysis": {"confidence": 0.95}, "bar": {"rules": []}}
+    monkeypatch.setattr(compare, "validate_pair", lambda *a: ([], [{"field": "x"}]))
+    instruments.register(clash)
+    try:
+        with pytest.raises(ValueError, match="takes the comparison's own key 'rows'"):
+            compare.compare(plan, burst_sessions(1))
+    finally:
+        instruments.unregister(clash.name)

@@ -1,0 +1,42 @@
+"""A command reads only the files its rule names on its command line (the rule's declared
+inputs), never a file it finds beside the plan: the README and the bar of a published folder
+come out byte for byte from copies of those files scattered over other folders."""
+
+import shutil
+
+from knee import cli
+from tests.helpers import ROOT, bar_argv, readme_argv
+
+PUBLISHED = ROOT / "results" / "ksched-cpu"
+
+
+def scattered(tmp_path):
+    """The folder's plan and comparison in one place, its receipts in another, its
+    recommendation in a third: nothing a command needs lies where the plan is."""
+    here = tmp_path / "here"
+    shutil.copytree(PUBLISHED, here, ignore=shutil.ignore_patterns("logs", "raw", "figures"))
+    named = {"bar": bar_argv(here, tmp_path / "bar.json"),
+             "readme": readme_argv(here, tmp_path / "README.md")}
+    moves = {here / "receipts": tmp_path / "elsewhere" / "receipts",
+             here / "recommend": tmp_path / "third" / "recommend"}
+    for old, new in moves.items():
+        new.parent.mkdir(parents=True)
+        shutil.move(old, new)
+    for argv in named.values():
+        for i, a in enumerate(argv):
+            for old, new in moves.items():
+                if a.startswith(str(old)):
+                    argv[i] = str(new) + a[len(str(old)):]
+    assert not (here / "receipts").exists() and not (here / "recommend").exists()
+    return named
+
+
+def test_the_readme_and_the_bar_read_only_the_files_named_on_their_command_line(tmp_path):
+    named = scattered(tmp_path)
+    assert cli.main(named["bar"]) == 0
+    assert (tmp_path / "bar.json").read_bytes() == \
+        (PUBLISHED / "comparison" / "bar.json").read_bytes()
+    assert cli.main(named["readme"]) == 0
+    text = (tmp_path / "README.md").read_text()
+    assert text == (PUBLISHED / "README.md").read_text()
+    assert "compile cache (expected before boot" in text  # the cache receipts were read

@@ -1,0 +1,273 @@
+"""The workflow end to end against the real embedded engine (vLLM on CPU), and its faults."""
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knee.core import jsonio
+from tests import helpers
+from tests.helpers import ROOT, engine_processes, logs, reduced_config, wait_for_traffic
+
+SNAKEMAKE = [*helpers.SNAKEMAKE, "--cores", "2"]
+
+
+@pytest.mark.workflow
+def test_gpu_config_dry_run_validates_and_plans():
+    r = subprocess.run([*SNAKEMAKE, "-n", "--config", "experiment=config/ksched.yaml"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout + r.stderr
+    assert "ksched-dsv41" in out and out.count("rule session") == 4
+    assert "speculative_config.num_speculative_tokens_per_batch_size" in out
+
+
+@pytest.mark.workflow
+def test_bad_config_fails_in_seconds_naming_the_key(tmp_path, default_config):
+    default_config["instruments"]["sweep"]["concurrency"] = [0, 2]
+    default_config["name"] = f"it-bad-{uuid.uuid4().hex[:6]}"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(default_config))
+    t0 = time.monotonic()
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "instruments.sweep.concurrency[0]: 0 is less than the minimum of 1" in r.stderr
+    assert time.monotonic() - t0 < 60
+    assert not (ROOT / "results" / default_config["name"]).exists()  # nothing booted or written
+
+
+def canary_files(canary: str, roots: list[Path]) -> list[str]:
+    r = subprocess.run(["grep", "-rlaF", canary, *map(str, roots)], capture_output=True,
+                       text=True)
+    return r.stdout.split()
+
+
+@pytest.mark.engine
+def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, engine_python):
+    """The whole chain, with a secret passed by reference (a canary): the engine gets it from
+    knee's environment and no file, log, Snakemake record or terminal line holds it."""
+    default_config["server"]["secret_env"] = ["KNEE_TEST_CANARY"]
+    canary = f"hf_{uuid.uuid4().hex}Canary"
+    path = reduced_config(tmp_path, default_config, "it-e2e")
+    name = yaml.safe_load(path.read_text())["name"]
+    root = ROOT / "results" / name
+    results_dir.append(root)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=1800,
+                       env={**os.environ, "KNEE_TEST_CANARY": canary})
+    assert r.returncode == 0, logs(root)
+    assert not engine_processes(ROOT)
+    assert canary not in r.stdout + r.stderr
+    assert not canary_files(canary, [root, ROOT / ".snakemake", ROOT / "logs"])
+    boot = jsonio.read(root / "receipts" / "1-control-boot.json", "boot")
+    assert boot["env"]["KNEE_TEST_CANARY"] == "<secret from knee's environment>"
+    readme = (root / "README.md").read_text()
+    assert "Verdict of the pre-registered bar" in readme
+    comparison = jsonio.read(root / "comparison" / "comparison.json", "comparison")
+    assert comparison["verdict"] == "VALID"
+    assert {(r["instrument"], r["point"]) for r in comparison["rows"]} >= {
+        ("sweep", 1), ("sweep", 4), ("fixture", "shell"), ("fixture", "tool_json")}
+    boot = jsonio.read(root / "receipts" / "1-candidate-boot.json", "boot")
+    assert boot["endpoint"].startswith("http://127.0.0.1:")
+    # the engine started from a minimal environment (knee's own is not passed on) and listened
+    # only where the config says
+    from knee.measure.runtime.process import INHERITED
+
+    assert set(boot["env_inherited"]) <= set(INHERITED) and "PATH" in boot["env_inherited"]
+    assert boot["listening"] and {x["address"] for x in boot["listening"]} <= {"127.0.0.1"}
+    assert boot["argv"][1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert boot["compile_cache"]["existed"] in (True, False) and boot["boot_seconds"] > 0
+    metrics = jsonio.read(root / "raw" / "1-candidate" / "sweep.metrics.json", "metrics")
+    assert metrics["spec_decode_num_drafts"] > 0 and 0 < metrics["acceptance_rate"] <= 1
+    # raw files are stored compressed (the records and the full scrapes), and read expanded
+    raw = root / "raw" / "1-control" / "sweep.json.gz"
+    assert sorted(p.name for p in raw.parent.iterdir() if ".metrics." not in p.name) == sorted(
+        f"{n}.{k}.gz" for n in ("sweep", "fixture", "depth", "probe")
+        for k in ("json", "prom.before", "prom.after"))
+    assert raw.read_bytes()[:2] == b"\x1f\x8b"
+    assert "vllm:spec_decode_num_drafts_total" in jsonio.read_text(raw.with_name(
+        "sweep.prom.after.gz"))
+    assert not os.access(raw, os.W_OK) or os.geteuid() == 0  # protected (root may still write)
+    assert (raw.stat().st_mode & 0o222) == 0
+    # how fast the engine's CPU ran while the window ran, and what the engine's processes took
+    host = jsonio.read(raw, "raw")["host"]
+    engine_cpu = f"cpu{default_config['runtime']['engine_cpus'][0]}"
+    assert host["cpu_speed_during"][engine_cpu]["samples"] >= 4
+    assert host["cpu_speed_during"][engine_cpu]["median"] > 0
+    assert sum(p["cpu_share"] for p in host["engine_processes"]) > 0.5  # the engine was busy
+    assert any(p["name"].startswith("VLLM::") for p in host["engine_processes"])
+    speed = comparison["host_speed"]
+    assert speed["cpus"] == [engine_cpu] and len(speed["windows"]) >= 4
+    assert "The engine's CPU ran at" in readme
+    depth_raw = jsonio.read(root / "raw" / "1-control" / "depth.json.gz", "raw")
+    assert [p["prefix_cache"]["hits"] for p in depth_raw["points"]] == [0, 0]
+    assert [p["records"][0]["prompt_tokens"] for p in depth_raw["points"]] == [64, 512]
+    assert len(comparison["depth_curves"]) == 2
+    profile = depth_raw["points"][0]["profile"]
+    assert len(profile) >= 26 and profile["prompt_tokens"] == [64]
+    probe = jsonio.read(root / "raw" / "1-candidate" / "probe.metrics.json", "metrics")
+    assert [t["point"] for t in probe["temperatures"]] == ["T=0.0", "T=0.8"]
+    assert probe["temperatures"][0]["spec_decode_num_drafts"] > 0  # greedy: the ngram matches
+    hot = probe["temperatures"][1]  # sampled: drafts, or the window says there were none
+    assert hot["spec_decode_num_drafts"] > 0 or hot["flags"][-1].startswith("no drafts")
+    caches = [jsonio.read(root / "receipts" / f"1-{arm}-cache.json", "cache")
+              for arm in ("control", "candidate")]
+    for c in caches:  # whatever the cache held, the receipt says what each layer did
+        assert c["key"] and c["result"] in ("hit", "partial hit", "miss")
+        assert c["keys"][c["key"]]["aot"] in ("loaded", "present, failed to load, recompiled",
+                                              "compiled and saved (not in the cache)")
+    assert "Compile cache: " in readme
+    used = jsonio.read(root / "receipts" / "1-control-stop.json", "stop")["resources"]
+    control_boot = jsonio.read(root / "receipts" / "1-control-boot.json", "boot")
+    assert used["wall_s"] > control_boot["boot_seconds"]  # the session outlasts its boot
+    assert used["engine_peak_rss_mib"] > 100 and used["knee_peak_rss_mib"] > 20  # a real vLLM
+    assert "(receipts/1-control-stop.json#/resources/wall_s)" in readme
+    # the stop receipt hashed the raw files as the session published them; the audit holds
+    # them to it, and nothing of this fresh run is "not possible"
+    recorded = jsonio.read(root / "receipts" / "1-control-stop.json", "stop")["raw_sha256"]
+    assert sorted(recorded) == sorted(p.name for p in (root / "raw" / "1-control").iterdir()
+                                      if ".metrics." not in p.name)
+    from knee.publish import audit
+
+    problems, notes = audit.examine(root)
+    assert problems == [] and not [n for n in notes if n.startswith("not possible")], notes
+    session_log = (root / "logs" / "session" / "1-control.log").read_text()  # live progress
+    assert "1-control sweep point 4 run 1: " in session_log and " ok\n" in session_log
+    assert "1-control probe window done: 2 points in " in session_log
+    png = root / "figures" / "throughput.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.engine
+def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, results_dir,
+                                                  engine_python):
+    path = reduced_config(tmp_path, default_config, "it-fault", concurrency=[1, 2, 4, 8],
+                          runs=2, output_tokens=64)
+    name = yaml.safe_load(path.read_text())["name"]
+    root = ROOT / "results" / name
+    results_dir.append(root)
+    proc = subprocess.Popen([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pidfile = root / ".run" / "1-candidate.pid"
+    wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
+    control_mtime = (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime
+    os.killpg(int(pidfile.read_text()), signal.SIGKILL)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode != 0
+    session_log = (root / "logs" / "session" / "1-candidate.log").read_text()
+    assert "engine exited with status" in session_log and "during" in session_log
+    assert not engine_processes(ROOT)
+    assert not (root / "receipts" / "1-candidate-boot.json").exists()
+    assert not (root / "raw" / "1-candidate" / "sweep.json.gz").exists()
+    assert list((root / "failed").glob("1-candidate-*"))
+
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "1-control" not in "".join(
+        line for line in r.stderr.splitlines() if "wildcards: sid=" in line)
+    assert (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime == control_mtime
+    assert (root / "README.md").exists()
+    assert not engine_processes(ROOT)
+
+
+@pytest.mark.engine
+def test_ctrl_c_during_a_session_stops_the_engine(tmp_path, default_config, results_dir,
+                                                  engine_python):
+    path = reduced_config(tmp_path, default_config, "it-sigint")
+    root = ROOT / "results" / yaml.safe_load(path.read_text())["name"]
+    results_dir.append(root)
+    # a terminal's Ctrl-C: SIGINT to the whole foreground process group
+    proc = subprocess.Popen([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    pidfile = root / ".run" / "1-control.pid"
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline and proc.poll() is None and not pidfile.exists():
+        time.sleep(0.2)
+    assert pidfile.exists(), "the engine never started"
+    engine_pid = int(pidfile.read_text())
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=300)
+    assert proc.returncode != 0
+    time.sleep(2)
+    assert not Path(f"/proc/{engine_pid}").exists()
+    assert not engine_processes(ROOT)
+    assert not (root / "receipts" / "1-control-boot.json").exists()
+    assert not (root / "receipts" / "1-control-stop.json").exists()
+
+
+@pytest.mark.engine
+def test_on_cache_miss_fail_refuses_before_booting(tmp_path, default_config, results_dir,
+                                                   engine_python):
+    path = reduced_config(tmp_path, default_config, "it-cachefail")
+    cfg = yaml.safe_load(path.read_text())
+    cfg["runtime"].update({"on_cache_miss": "fail", "cache_dir": str(tmp_path / "cold-cache")})
+    path.write_text(yaml.safe_dump(cfg))
+    root = ROOT / "results" / cfg["name"]
+    results_dir.append(root)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0
+    log = (root / "logs" / "session" / "1-control.log").read_text()
+    assert "the compile cache" in log and "the cache holds no key" in log
+    assert "runtime.on_cache_miss is 'fail', so nothing was booted" in log
+    assert not (root / "logs" / "engine" / "1-control.log").exists()
+    assert not (root / "receipts" / "1-control-boot.json").exists()
+
+
+@pytest.mark.engine
+def test_two_experiments_in_one_invocation_keep_their_own_order(tmp_path, default_config,
+                                                                results_dir, engine_python):
+    paths, roots = [], []
+    for tag in ("a", "b"):
+        (tmp_path / tag).mkdir()
+        path = reduced_config(tmp_path / tag, yaml.safe_load(yaml.safe_dump(default_config)),
+                              f"it-multi-{tag}", concurrency=[1], output_tokens=16)
+        cfg = yaml.safe_load(path.read_text())
+        cfg["instruments"] = {k: v for k, v in cfg["instruments"].items()
+                              if k not in ("fixture", "depth", "probe")}
+        cfg["bar"]["rules"] = [r for r in cfg["bar"]["rules"] if r["instrument"] == "sweep"]
+        path.write_text(yaml.safe_dump(cfg))
+        paths.append(str(path))
+        roots.append(ROOT / "results" / cfg["name"])
+    results_dir.extend(roots)
+    r = subprocess.run([*SNAKEMAKE, "--config", f"experiments=[{','.join(paths)}]"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=2400)
+    assert r.returncode == 0, r.stderr[-3000:]
+    spans = []
+    for root in roots:
+        assert (root / "README.md").exists() and (root / "MANIFEST.sha256").exists()
+        plan = jsonio.read(root / "plan.json", "plan")
+        assert plan["name"] == root.name and plan["config_file"] in paths
+        control = jsonio.read(root / "receipts" / "1-control-stop.json", "stop")
+        candidate = jsonio.read(root / "receipts" / "1-candidate-boot.json", "boot")
+        assert candidate["started_at"] >= control["stopped_at"]  # each keeps its own order
+        for sid in ("1-control", "1-candidate"):
+            boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
+            stop = jsonio.read(root / "receipts" / f"{sid}-stop.json", "stop")
+            spans.append((boot["started_at"], stop["stopped_at"]))
+    spans.sort()
+    # on one machine the sessions of the two experiments never share the engine's CPUs
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert not engine_processes(ROOT)
+
+
+@pytest.mark.workflow
+def test_a_bad_experiments_list_is_named_before_anything_runs(tmp_path, default_config):
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump({**default_config, "name": f"it-dup-{uuid.uuid4().hex[:6]}"}))
+    for value, message in ((f"[{path},{path}]", f"{path}: name: "),
+                           (f"[{tmp_path / 'nope.yaml'}]", "nope.yaml: cannot read config"),
+                           ("[]", "experiments: a list of experiment config files is needed")):
+        r = subprocess.run([*SNAKEMAKE, "-n", "--config", f"experiments={value}"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+        out = r.stdout + r.stderr
+        assert r.returncode != 0 and message in out, out[-2000:]
