@@ -1,8 +1,8 @@
 """A toy instrument, the whole of it in this one file: one burst of exact-token prompts sent
 all at once, a section of the comparison derived from its windows (each session's fastest and
-slowest request) and a figure of its throughput. tests/instruments/test_engine_instruments.py
-registers it and sees it planned, measured, compared, derived, drawn and rendered, with nothing
-else in knee edited."""
+slowest request) with the README caveat it gives, and a figure of its throughput.
+tests/instruments/test_engine_instruments.py registers it and sees it planned, measured,
+compared, derived, drawn and rendered, with nothing else in knee edited."""
 
 from knee.core import prompts
 from knee.instruments import Derived, Figure, Spec
@@ -39,6 +39,12 @@ def spans(windows) -> list[dict]:
     return out
 
 
+def spans_caveat(spans: list[dict], comparison: dict, words) -> list[str]:
+    said = [f"{s['pair']}-{s['arm']} {words.fmt(s['fastest_s'])}–{words.fmt(s['slowest_s'])} s"
+            for s in spans if s["requests"]]
+    return [f"Burst spans, fastest to slowest request: {', '.join(said)}."] if said else []
+
+
 def draw(ax, view) -> None:
     """Each pair's burst throughput, control against candidate."""
     rows = [r for r in view.comparison["rows"] if r["instrument"] == "burst"
@@ -53,5 +59,6 @@ def draw(ax, view) -> None:
 
 
 SPEC = Spec(name="burst", title="Burst (every request at once)", run=run, schema=SCHEMA,
-            bar_points=lambda cfg: ["burst"], derived=(Derived("burst_spans", spans),),
+            bar_points=lambda cfg: ["burst"],
+            derived=(Derived("burst_spans", spans, spans_caveat),),
             figures=(Figure("burst", "burst throughput per pair", "burst throughput", draw),))

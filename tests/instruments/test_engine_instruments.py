@@ -142,4 +142,5 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_derived_and_r
     text = readme.render(plan, comparison, bar, [s["boot"] for s in sessions.values()],
                          jsonio.read(pub / "comparison" / "acceptance.json"))  # rendered
     assert "Burst (every request at once)" in text and "burst parity" in text
+    assert "Burst spans, fastest to slowest request: 1-candidate " in text  # its caveat
     assert "![burst throughput](figures/burst.png)" in text

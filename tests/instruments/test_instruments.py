@@ -90,3 +90,14 @@ def test_a_derived_section_cannot_take_a_key_of_the_comparison_itself(monkeypatc
             compare.compare(plan, burst_sessions(1))
     finally:
         instruments.unregister(clash.name)
+
+
+def test_a_derived_section_gives_its_caveats_to_the_readme_in_its_own_words(toy):
+    from knee.publish import readme
+
+    comparison = {"verdict": "VALID", "rows": [], "burst_spans": [
+        {"pair": 1, "arm": "control", "requests": 2, "fastest_s": 0.25, "slowest_s": 1.5},
+        {"pair": 1, "arm": "candidate", "requests": 0, "fastest_s": None, "slowest_s": None}]}
+    said = readme.caveats(comparison, {})
+    assert said == ["Burst spans, fastest to slowest request: 1-control 0.25–1.5 s."]
+    assert readme.caveats({**comparison, "burst_spans": []}, {}) == []

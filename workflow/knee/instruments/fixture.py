@@ -52,6 +52,24 @@ def classes(windows) -> list[dict]:
     return out
 
 
+def caveats(classes: list[dict], comparison: dict, words) -> list[str]:
+    """A class whose candidate delta has one sign in every pair, with its interval over pairs."""
+    out = []
+    for c in classes:
+        if c["flag"]:
+            where = "inside" if c["inside_control_range"] else "outside"
+            row = next((r for r in comparison["rows"] if r["pair"] == "all" and r["instrument"]
+                        == "fixture" and r["point"] == c["class"]
+                        and r["metric"] == c["metric"]), None)
+            over = (f"; interval ({words.level(row)}) {words.interval(row['interval'])}"
+                    if row and row["interval"] else "")
+            out.append(f"Fixture class {c['class']}: the candidate's delta has the same sign in "
+                       f"every pair ({', '.join(words.pct(d) for d in c['delta_pct'])}), {where} "
+                       f"the range of the control boots ({words.fmt(c['control_range'][0])}–"
+                       f"{words.fmt(c['control_range'][1])}){over}.")
+    return out
+
+
 def draw(ax, view) -> None:
     """Each fixture class: the range of the control boots, the candidate of every pair."""
     classes = view.comparison.get("fixture_classes") or []
@@ -73,6 +91,6 @@ def draw(ax, view) -> None:
 
 SPEC = Spec(name="fixture", title="Single-stream fixture", run=run, schema=SCHEMA,
             bar_points=lambda cfg: cfg["classes"], pools=True,
-            derived=(Derived("fixture_classes", classes),),
+            derived=(Derived("fixture_classes", classes, caveats),),
             figures=(Figure("fixture", "fixture classes against the control range",
                             "fixture classes against the control range", draw),))

@@ -40,9 +40,12 @@ class Figure:
 class Derived:
     """One section of comparison.json, `key`: `derive(windows)` -> a list, from the
     instrument's windows (knee.analyze.compare.Windows); an empty list where the instrument did
-    not run or the arms did not measure the same requests."""
+    not run or the arms did not measure the same requests. `caveats(section, comparison,
+    words)` -> the README's caveats it gives rise to, written with the README's number formats
+    (knee.publish.readme.WORDS)."""
     key: str
     derive: Callable[..., list]
+    caveats: Callable[..., list[str]] | None = None
 
 
 @dataclass(frozen=True)

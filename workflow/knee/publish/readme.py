@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -70,6 +71,8 @@ def rule_caveat(r: dict) -> str | None:
 
 
 EXTERNAL = runtimes.EXTERNAL_CAVEAT
+# the README's number formats, handed to an instrument's caveats (knee.instruments.Derived)
+WORDS = SimpleNamespace(fmt=fmt, pct=pctf, interval=ci, level=level, text=mdtext.text)
 
 
 def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
@@ -82,18 +85,9 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
         out.append("The bar was changed after measurement; the verdict is not pre-registered.")
     if comparison["verdict"] != "VALID":
         out.append("Validation failed; no delta is shown. See comparison.md for what differs.")
-    for c in comparison.get("fixture_classes", []):
-        if c["flag"]:
-            where = "inside" if c["inside_control_range"] else "outside"
-            row = next((r for r in comparison["rows"] if r["pair"] == "all" and r["instrument"]
-                        == "fixture" and r["point"] == c["class"]
-                        and r["metric"] == c["metric"]), None)
-            over = (f"; interval ({level(row)}) {ci(row['interval'])}"
-                    if row and row["interval"] else "")
-            out.append(f"Fixture class {c['class']}: the candidate's delta has the same sign in "
-                       f"every pair ({', '.join(pctf(d) for d in c['delta_pct'])}), {where} the "
-                       f"range of the control boots ({fmt(c['control_range'][0])}–"
-                       f"{fmt(c['control_range'][1])}){over}.")
+    for _, section in instruments.derived():
+        if section.caveats:
+            out += section.caveats(comparison.get(section.key, []), comparison, WORDS)
     out += [f"{flag}." for flag in comparison.get("host_flags", [])]
     out += [speed_caveat(comparison["host_speed"])] if comparison.get("host_speed") else []
     out += [gpu_caveat(comparison["gpu"])] if comparison.get("gpu") else []
