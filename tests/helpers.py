@@ -57,6 +57,14 @@ def receipts(root: Path, kind: str) -> list[str]:
     return [str(p) for p in paths if p.is_file()]
 
 
+def session_inputs(root: Path) -> list[str]:
+    """What `knee compare`, `tables` and `decide` are handed as their rules hand it: every
+    session's boot receipt and raw files, and the realized protocol where there is one."""
+    realized = root / "protocol" / "realized.json"
+    raw = sorted(str(p) for p in (root / "raw").glob("*/*") if "metrics" not in p.name)
+    return [*receipts(root, "boot"), *raw, *([str(realized)] if realized.is_file() else [])]
+
+
 def bar_argv(root: Path, out: Path) -> list[str]:
     """`knee bar` over a results folder, every file it reads named as its rule names them."""
     c = root / "comparison"

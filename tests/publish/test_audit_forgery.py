@@ -9,7 +9,7 @@ import pytest
 
 from knee import cli
 from knee.plan import config
-from tests.helpers import ROOT, bar_argv, readme_argv, run_knee
+from tests.helpers import ROOT, bar_argv, readme_argv, run_knee, session_inputs
 
 
 def knee(*argv) -> int:
@@ -20,12 +20,13 @@ def rederive(root):
     """Every derived file again from the (edited) folder, with knee's commands, then the
     crate and the manifest over them: what a forger would run."""
     plan, c = root / "plan.json", root / "comparison"
-    assert knee("compare", "--plan", plan, "--out-json", c / "comparison.json",
-                "--record-invalid") == 0
+    assert knee("compare", "--plan", plan, "--inputs", *session_inputs(root), "--out-json",
+                c / "comparison.json", "--record-invalid") == 0
     assert knee(*bar_argv(root, c / "bar.json"), "--out-md", c / "comparison.md", "--out-html",
                 c / "verdict.html") == 0
-    assert knee("tables", "--plan", plan, "--comparison", c / "comparison.json", "--out-rows",
-                c / "rows.csv", "--out-requests", root / "raw" / "requests.parquet") == 0
+    assert knee("tables", "--plan", plan, "--comparison", c / "comparison.json", "--inputs",
+                *session_inputs(root), "--out-rows", c / "rows.csv", "--out-requests",
+                root / "raw" / "requests.parquet") == 0
     knee("recommend", root, "--record-refusal")
     assert knee(*readme_argv(root, root / "README.md")) == 0
     recrate(root)

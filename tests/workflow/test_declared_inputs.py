@@ -5,7 +5,7 @@ come out byte for byte from copies of those files scattered over other folders."
 import shutil
 
 from knee import cli
-from tests.helpers import ROOT, bar_argv, readme_argv
+from tests.helpers import ROOT, bar_argv, readme_argv, session_inputs
 
 PUBLISHED = ROOT / "results" / "ksched-cpu"
 
@@ -40,3 +40,27 @@ def test_the_readme_and_the_bar_read_only_the_files_named_on_their_command_line(
     text = (tmp_path / "README.md").read_text()
     assert text == (PUBLISHED / "README.md").read_text()
     assert "compile cache (expected before boot" in text  # the cache receipts were read
+
+
+def test_compare_tables_and_decide_read_only_the_session_files_named(tmp_path, capsys):
+    """Handed every session file (as their rules hand them) they rebuild the published
+    comparison; a session file left off their command line is named, never read from beside
+    the plan."""
+    here = tmp_path / "here"
+    shutil.copytree(PUBLISHED, here, ignore=shutil.ignore_patterns("logs", "figures"))
+    plan, inputs = str(here / "plan.json"), session_inputs(here)
+    assert cli.main(["compare", "--plan", plan, "--inputs", *inputs,
+                     "--out-json", str(tmp_path / "c.json")]) == 0
+    assert (tmp_path / "c.json").read_bytes() == \
+        (PUBLISHED / "comparison" / "comparison.json").read_bytes()
+    left_off = next(p for p in inputs if p.endswith("2-candidate/sweep.json"))
+    kept = [p for p in inputs if p != left_off]
+    for argv in (["compare", "--out-json", str(tmp_path / "d.json")],
+                 ["tables", "--comparison", str(tmp_path / "c.json"), "--out-rows",
+                  str(tmp_path / "rows.csv"), "--out-requests", str(tmp_path / "r.parquet")],
+                 ["decide", "--pairs", "2", "--out", str(tmp_path / "look.json")]):
+        capsys.readouterr()
+        assert cli.main([argv[0], "--plan", plan, "--inputs", *kept, *argv[1:]]) == 1, argv
+        err = capsys.readouterr().err
+        assert f"knee {argv[0]}: {left_off}" in err and "--inputs" in err, err
+    assert not any((tmp_path / n).exists() for n in ("d.json", "rows.csv", "look.json"))

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from knee.analyze.bar import judge_plan
-from knee.analyze.folder import load_sessions
+from knee.analyze.folder import Named, load_sessions
 from knee.analyze.prom import window_metrics
 from knee.commands import COMMANDS, DETAILS
 from knee.core import jsonio, layout
@@ -159,7 +159,8 @@ def cmd_compare(args) -> int:
     from knee.publish.comparison_md import comparison_markdown
 
     plan = jsonio.read(args.plan, "plan")
-    result = compare.compare(plan, load_sessions(plan, args.plan.parent))
+    result = compare.compare(plan, load_sessions(plan, args.plan.parent,
+                                                 named=Named("knee compare", args.inputs)))
     jsonio.write(args.out_json, "comparison", result)
     if result["verdict"] != "VALID":
         print(comparison_markdown(result), file=sys.stderr)
@@ -194,9 +195,10 @@ def cmd_tables(args) -> int:
     from knee.publish import tables
 
     plan = jsonio.read(args.plan, "plan")
-    tables.write(tables.comparison_rows(jsonio.read(args.comparison, "comparison")),
-                 args.out_rows)
-    tables.write(tables.request_rows(load_sessions(plan, args.plan.parent)), args.out_requests)
+    rows = tables.comparison_rows(jsonio.read(args.comparison, "comparison"))
+    sessions = load_sessions(plan, args.plan.parent, named=Named("knee tables", args.inputs))
+    tables.write(rows, args.out_rows)  # only once everything it writes could be read
+    tables.write(tables.request_rows(sessions), args.out_requests)
     return 0
 
 
@@ -239,7 +241,8 @@ def cmd_decide(args) -> int:
     from knee.analyze import looks
 
     plan = jsonio.read(args.plan, "plan")
-    d = jsonio.write(args.out, "decision", looks.decide(plan, args.plan.parent, args.pairs))
+    d = jsonio.write(args.out, "decision", looks.decide(
+        plan, args.plan.parent, args.pairs, Named("knee decide", args.inputs)))
     print(f"after pair {args.pairs}: {'stop' if d['stop'] else 'one more pair'} ({d['reason']})",
           file=sys.stderr)
     return 0

@@ -11,7 +11,12 @@ RESULTS = ("results", {"type": Path, "help": "a results folder (results/NAME)"})
 # never looked up beside the plan
 BOOTS = ("--boots", {"type": Path, "nargs": "+", "required": True,
                      "help": "every session's boot receipt, in protocol order"})
+INPUTS = ("--inputs", {"type": Path, "nargs": "+", "required": True,
+                       "help": "every session's boot receipt and raw files, and "
+                               "protocol/realized.json where the run stops by precision: the "
+                               "files it reads (none other)"})
 R = "results/ksched-cpu"
+SESSIONS = f"--inputs {R}/receipts/*-boot.json {R}/raw/*/*"  # an example's INPUTS
 # name: (what it does, an example, its arguments)
 COMMANDS = {
     "validate-config": ("check an experiment file and plan it, writing nothing",
@@ -56,8 +61,8 @@ COMMANDS = {
                    f"knee acceptance --out {R}/comparison/acceptance.json M1 M2", [
         OUT, ("metrics", {"type": Path, "nargs": "+", "help": "window metrics files"})]),
     "compare": ("validate that both arms saw the same requests, then compute the deltas",
-                f"knee compare --plan {R}/plan.json --out-json comparison.json", [
-        PLAN, ("--out-json", {"type": Path, "required": True, "help": "comparison.json"}),
+                f"knee compare --plan {R}/plan.json {SESSIONS} --out-json comparison.json", [
+        PLAN, INPUTS, ("--out-json", {"type": Path, "required": True, "help": "comparison.json"}),
         ("--record-invalid", {"action": "store_true",
                               "help": "exit 0 for an INVALID comparison (the README says so)"})]),
     "bar": ("judge the pre-registered bar: PASS, FAIL or INCONCLUSIVE per rule",
@@ -71,9 +76,9 @@ COMMANDS = {
         ("--exit-verdict", {"action": "store_true",
                             "help": "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID"})]),
     "decide": ("stopping by precision: after pair N, one more pair or stop",
-               f"knee decide --plan {R}/plan.json --pairs 2 --out after-pair-2.json", [
-        PLAN, ("--pairs", {"type": int, "required": True, "help": "the pairs measured so far"}),
-        OUT]),
+               f"knee decide --plan {R}/plan.json --pairs 2 {SESSIONS} --out after-pair-2.json", [
+        PLAN, INPUTS, ("--pairs", {"type": int, "required": True,
+                                   "help": "the pairs measured so far"}), OUT]),
     "realized": ("the realized protocol: how many pairs ran and every look's decision",
                  f"knee realized --plan {R}/plan.json --out realized.json D2 D3", [
         PLAN, OUT, ("decisions", {"type": Path, "nargs": "*",
@@ -121,9 +126,9 @@ COMMANDS = {
               f"knee trace {R} 1418.96", [
         RESULTS, ("query", {"help": "a number as the README shows it, or FILE#POINTER"})]),
     "tables": ("tidy tables for a notebook: comparison rows (CSV), every request (Parquet)",
-               f"knee tables --plan {R}/plan.json --comparison C --out-rows rows.csv "
+               f"knee tables --plan {R}/plan.json --comparison C {SESSIONS} --out-rows rows.csv "
                "--out-requests requests.parquet", [
-        PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
+        PLAN, INPUTS, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
         ("--out-rows", {"type": Path, "required": True, "help": "comparison/rows.csv"}),
         ("--out-requests", {"type": Path, "required": True,
                             "help": "raw/requests.parquet"})]),

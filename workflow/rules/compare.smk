@@ -15,7 +15,8 @@ rule compare:
     resources:
         **ANALYSIS_RESOURCES,
     shell:
-        "knee compare --plan {input.plan} --out-json {output.json} --record-invalid" " > {log} 2>&1"
+        "knee compare --plan {input.plan} --inputs {input.raw} {input.realized}"
+        " --out-json {output.json} --record-invalid > {log} 2>&1"
 
 
 rule bar:

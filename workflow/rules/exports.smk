@@ -3,6 +3,8 @@ rule tables:
     input:
         plan=at(knee_layout.PLAN),
         comparison=rules.compare.output.json,
+        raw=get_all_raw,
+        realized=get_realized,
         code=get_code("tables"),
     output:
         rows=report(
@@ -20,7 +22,8 @@ rule tables:
         **ANALYSIS_RESOURCES,
     shell:
         "knee tables --plan {input.plan} --comparison {input.comparison}"
-        " --out-rows {output.rows} --out-requests {output.requests} > {log} 2>&1"
+        " --inputs {input.raw} {input.realized} --out-rows {output.rows}"
+        " --out-requests {output.requests} > {log} 2>&1"
 
 
 rule crate:

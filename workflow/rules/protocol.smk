@@ -14,7 +14,8 @@ checkpoint decide:
     resources:
         **ANALYSIS_RESOURCES,
     shell:
-        "knee decide --plan {input.plan} --pairs {wildcards.n} --out {output} > {log} 2>&1"
+        "knee decide --plan {input.plan} --pairs {wildcards.n} --inputs {input.raw}"
+        " --out {output} > {log} 2>&1"
 
 
 rule realized:

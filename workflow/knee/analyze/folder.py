@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from knee import instruments
 from knee.core import jsonio, layout, rawfiles
+from knee.core.errors import KneeError
 from knee.plan import stopping
+
+
+class Named:
+    """The files a command was handed on its command line (its rule's declared inputs). A
+    command that reads a folder through this reads those files and no other: a file the rule
+    does not declare is an error naming it, never a silent read."""
+
+    def __init__(self, command: str, paths: Iterable[Path | str]):
+        self.command = command
+        self.paths = {Path(p).resolve() for p in paths}
+
+    def read(self, path: Path, kind: str) -> dict:
+        if Path(path).resolve() not in self.paths:
+            raise KneeError(f"{self.command}: {path}: reads it, but it is not among the files on "
+                            "its command line (--inputs: its rule's declared inputs)")
+        return jsonio.read(path, kind)
+
+
+def reader(named: Named | None):
+    """How to read a file of the folder: any (None: an audit, a bench) or only those named."""
+    return jsonio.read if named is None else named.read
 
 
 def instrument_names(plan: dict) -> list[str]:
@@ -40,12 +63,12 @@ def realized_path(root: Path) -> Path:
     return Path(root) / layout.REALIZED
 
 
-def realized_pairs(plan: dict, root: Path) -> int:
+def realized_pairs(plan: dict, root: Path, named: Named | None = None) -> int:
     """How many pairs ran: the plan's number, or (stopping by precision) the realized receipt."""
     lo, hi = stopping.bounds(plan["protocol"]["pairs"])
     if lo == hi:
         return hi
-    return jsonio.read(realized_path(root), "realized")["pairs"]
+    return reader(named)(realized_path(root), "realized")["pairs"]
 
 
 def sessions_upto(plan: dict, n: int) -> list[dict]:
@@ -58,19 +81,21 @@ def realized_sessions(plan: dict, root: Path) -> list[dict]:
     return sessions_upto(plan, realized_pairs(plan, root))
 
 
-def load_sessions(plan: dict, root: Path, pairs: int | None = None) -> dict:
+def load_sessions(plan: dict, root: Path, pairs: int | None = None,
+                  named: Named | None = None) -> dict:
     """sessions[(pair, arm)] = {"boot", "raw": {instrument: raw}, "files": {kind: path}}, for
-    the pairs that ran (or the first `pairs`)."""
+    the pairs that ran (or the first `pairs`); with `named`, only from the files named."""
     out = {}
-    upto = realized_pairs(plan, root) if pairs is None else pairs
+    read = reader(named)
+    upto = realized_pairs(plan, root, named) if pairs is None else pairs
     for session in sessions_upto(plan, upto):
         sid = session["id"]
         files = {name: rawfiles.stored(Path(root) / layout.raw_dir(sid), f"{name}.json")
                  for name in instrument_names(plan)}
         files["boot"] = boot_path(root, sid)
         out[(session["pair"], session["arm"])] = {
-            "boot": jsonio.read(files["boot"], "boot"),
-            "raw": {name: jsonio.read(path, "raw") for name, path in files.items()
+            "boot": read(files["boot"], "boot"),
+            "raw": {name: read(path, "raw") for name, path in files.items()
                     if name != "boot"},
             "files": {kind: str(path) for kind, path in files.items()},
         }

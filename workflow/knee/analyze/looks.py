@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from knee.analyze import bar, compare
-from knee.analyze.folder import load_sessions, sessions_upto
+from knee.analyze.folder import Named, load_sessions, sessions_upto
 from knee.plan import stopping
 
 
-def decide(plan: dict, root: Path, n: int) -> dict:
+def decide(plan: dict, root: Path, n: int, named: Named | None = None) -> dict:
     """One look of a run that stops by precision: the comparison and bar of pairs 1..n."""
-    sessions = load_sessions(plan, root, pairs=n)
+    sessions = load_sessions(plan, root, pairs=n, named=named)
     comparison = compare.compare(plan, sessions)
     verdict = bar.judge_plan(plan, comparison, [s["boot"] for s in sessions.values()])
     return {"experiment": plan["name"], **stopping.decision(verdict, n, plan["protocol"]["pairs"])}
