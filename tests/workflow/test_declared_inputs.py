@@ -2,12 +2,26 @@
 inputs), never a file it finds beside the plan: the README and the bar of a published folder
 come out byte for byte from copies of those files scattered over other folders."""
 
+import json
 import shutil
+
+import pytest
 
 from knee import cli
 from tests.helpers import ROOT, bar_argv, readme_argv, session_inputs
 
 PUBLISHED = ROOT / "results" / "ksched-cpu"
+
+
+def close(a, b) -> bool:
+    """Equal, floats to 1e-9 relative, through lists and dicts."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(close, a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-9, abs=1e-12)
+    return a == b
 
 
 def scattered(tmp_path):
@@ -64,3 +78,25 @@ def test_compare_tables_and_decide_read_only_the_session_files_named(tmp_path, c
         err = capsys.readouterr().err
         assert f"knee {argv[0]}: {left_off}" in err and "--inputs" in err, err
     assert not any((tmp_path / n).exists() for n in ("d.json", "rows.csv", "look.json"))
+
+
+def test_the_rules_recommendation_reads_only_the_files_named(tmp_path, capsys):
+    """knee recommend with --inputs (as its rule runs it) derives the published recommendation
+    from the named files; a window's metrics left off is named and nothing is written."""
+    here = tmp_path / "here"
+    shutil.copytree(PUBLISHED, here, ignore=shutil.ignore_patterns("logs", "figures"))
+    metrics = sorted(str(p) for p in (here / "raw").glob("*/*.metrics.json"))
+    inputs = [*session_inputs(here), *metrics]
+    config = str(here / "workflow" / "config.yaml")
+    assert cli.main(["recommend", str(here), "--config", config, "--inputs", *inputs]) == 0
+    got, published = (json.loads((r / "recommend" / "recommendation.json").read_text())
+                      for r in (here, PUBLISHED))
+    # the same recommendation (its fits' last digits follow the CPU's BLAS kernels)
+    assert close(got, published) and got["schedule"] == [[1, 8, 5], [9, 16, 3]]
+    shutil.rmtree(here / "recommend")
+    left_off = next(p for p in metrics if p.endswith("1-control/probe.metrics.json"))
+    capsys.readouterr()
+    assert cli.main(["recommend", str(here), "--config", config, "--record-refusal",
+                     "--inputs", *[p for p in inputs if p != left_off]]) == 1
+    assert f"knee recommend: {left_off}" in capsys.readouterr().err
+    assert not (here / "recommend").exists()

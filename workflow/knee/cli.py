@@ -291,8 +291,9 @@ def cmd_readme(args) -> int:
 def cmd_recommend(args) -> int:
     from knee.publish import recommend_out
 
+    named = args.inputs and Named("knee recommend", args.inputs)
     rec = recommend_out.write(args.results, args.config or recommend_out.config_of(args.results),
-                              jsonio.read(args.results / layout.PLAN, "plan"))
+                              jsonio.read(args.results / layout.PLAN, "plan"), named)
     print(f"{args.results}/recommend: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"]
                                                            else ""), file=sys.stderr)
     return 0 if rec["status"] == "recommended" or args.record_refusal else 1

@@ -111,7 +111,11 @@ COMMANDS = {
                                        "under workflow/, else the plan's)"}),
         ("--record-refusal", {"action": "store_true",
                               "help": "exit 0 when the data cannot support a recommendation "
-                                      "(the files say why)"})]),
+                                      "(the files say why)"}),
+        ("--inputs", {"type": Path, "nargs": "+",
+                      "help": "read only these files of the folder (the rule's declared "
+                              "inputs: raw files, window metrics, realized protocol); "
+                              "default: the folder's own"})]),
     "campaign": ("one page over the experiments of one invocation: which k won where",
                  "knee campaign --out results/campaign-a-b/README.md results/a results/b", [
         OUT, ("results", {"type": Path, "nargs": "+", "help": "the experiments' folders"})]),

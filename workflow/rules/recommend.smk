@@ -30,4 +30,5 @@ rule recommend:
     params:
         results=lambda wildcards, input: os.path.dirname(input.plan),
     shell:
-        "knee recommend {params.results} --config {input.config:q} --record-refusal > {log} 2>&1"
+        "knee recommend {params.results} --config {input.config:q} --record-refusal"
+        " --inputs {input.raw} {input.metrics} {input.realized} > {log} 2>&1"

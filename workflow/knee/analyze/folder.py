@@ -20,7 +20,7 @@ class Named:
         self.command = command
         self.paths = {Path(p).resolve() for p in paths}
 
-    def read(self, path: Path, kind: str) -> dict:
+    def read(self, path: Path, kind: str | None = None) -> dict:
         if Path(path).resolve() not in self.paths:
             raise KneeError(f"{self.command}: {path}: reads it, but it is not among the files on "
                             "its command line (--inputs: its rule's declared inputs)")
@@ -76,9 +76,9 @@ def sessions_upto(plan: dict, n: int) -> list[dict]:
     return [s for s in plan["protocol"]["sessions"] if s["pair"] <= n]
 
 
-def realized_sessions(plan: dict, root: Path) -> list[dict]:
+def realized_sessions(plan: dict, root: Path, named: Named | None = None) -> list[dict]:
     """The planned sessions that belong to pairs that ran, in protocol order."""
-    return sessions_upto(plan, realized_pairs(plan, root))
+    return sessions_upto(plan, realized_pairs(plan, root, named))
 
 
 def load_sessions(plan: dict, root: Path, pairs: int | None = None,

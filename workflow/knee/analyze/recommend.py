@@ -26,10 +26,10 @@ from statistics import median
 import numpy as np
 
 from knee.analyze import compare, kmodel, recommend_parts
-from knee.analyze.folder import realized_sessions
+from knee.analyze.folder import Named, reader, realized_sessions
 from knee.analyze.kmodel import session_k
 from knee.analyze.recommend_parts import RESAMPLES
-from knee.core import jsonio, layout, rawfiles
+from knee.core import layout, rawfiles
 from knee.core.errors import KneeError
 
 MIN_POINTS = 3
@@ -67,13 +67,13 @@ def check_sweep(plan: dict) -> None:
                       f"({conc}); a recommendation needs at least {MIN_POINTS}")
 
 
-def sweep_windows(plan: dict, root: Path) -> dict[tuple[int, str], dict]:
+def sweep_windows(plan: dict, root: Path, named: Named | None) -> dict[tuple[int, str], dict]:
     """Every realized session's sweep window, read once: {(pair, arm): {"id", "raw"}}, the raw
     under "raw"["sweep"] as compare.host_speed takes sessions."""
     out = {}
-    for s in realized_sessions(plan, root):  # protocol order
+    for s in realized_sessions(plan, root, named):  # protocol order
         raw_dir = Path(root) / layout.raw_dir(s["id"])
-        raw = jsonio.read(rawfiles.stored(raw_dir, "sweep.json"), "raw")
+        raw = reader(named)(rawfiles.stored(raw_dir, "sweep.json"), "raw")
         out[(s["pair"], s["arm"])] = {"id": s["id"], "raw": {"sweep": raw}}
     return out
 
@@ -98,18 +98,18 @@ def fixed_at(plan: dict, arm: str, horizon: int) -> bool:
     return spec.get("num_speculative_tokens") == horizon and all(b[2] >= horizon for b in bands)
 
 
-def acceptance_windows(plan: dict, root: Path, horizon: int) -> list[dict]:
+def acceptance_windows(plan: dict, root: Path, horizon: int, named: Named | None) -> list[dict]:
     """The acceptance counters of every window (probe, sweep) of the arms that draft at the
     horizon at every batch size: a schedule's windows mix horizons under one drafts count."""
     out = []
-    for s in realized_sessions(plan, root):
+    for s in realized_sessions(plan, root, named):
         if not fixed_at(plan, s["arm"], horizon):
             continue
         for name in ACCEPTANCE_INSTRUMENTS:
             path = Path(root) / layout.metrics(s["id"], name)
             if name not in plan["instruments"] or not path.exists():
                 continue
-            m = jsonio.read(path)
+            m = reader(named)(path)
             per_pos = m.get("spec_decode_num_accepted_tokens_per_pos") or []
             if len(per_pos) == horizon and m.get("spec_decode_num_drafts"):
                 out.append({"pair": s["pair"], "file": layout.metrics(s["id"], name),
@@ -233,13 +233,14 @@ def bootstrap(rows, windows, n_tokens, conc, ks, seed: int = 0) -> dict:
     return {"throughput": thr, "decode_rate": dec}
 
 
-def build(plan: dict, root: Path) -> dict:
-    """The recommendation (raises Refused with the reason when the data cannot support one)."""
+def build(plan: dict, root: Path, named: Named | None = None) -> dict:
+    """The recommendation (raises Refused with the reason when the data cannot support one),
+    from the folder's files (with `named`, only those named)."""
     check_sweep(plan)
-    sweeps = sweep_windows(plan, root)
+    sweeps = sweep_windows(plan, root, named)
     rows = observations(plan, sweeps)
     horizon = max(r["k"] for r in rows)
-    windows = acceptance_windows(plan, root, horizon)
+    windows = acceptance_windows(plan, root, horizon, named)
     check_supported(plan, rows, windows, horizon)
     n_tokens = plan["instruments"]["sweep"]["output_tokens"]
     conc = plan["instruments"]["sweep"]["concurrency"]

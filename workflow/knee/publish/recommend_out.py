@@ -32,10 +32,10 @@ def config_of(root: Path) -> list[Path]:
     return [Path(p) for p in jsonio.read(Path(root) / layout.PLAN)["config_file"].split(" + ")]
 
 
-def make(plan: dict, root: Path) -> dict:
+def make(plan: dict, root: Path, named=None) -> dict:
     """The recommendation, or the refusal with its reason."""
     try:
-        return recommend.build(plan, root)
+        return recommend.build(plan, root, named)
     except recommend.Refused as e:
         return recommend_parts.refused(plan, str(e))
 
@@ -116,11 +116,12 @@ def verify_text(rec: dict, plan: dict, config_paths: list[Path]) -> str:
             + yaml.safe_dump(cfg, sort_keys=False, width=100))
 
 
-def write(root: Path, config_paths: list[Path], plan: dict) -> dict:
-    """Every file of results/X/recommend/, each written atomically."""
+def write(root: Path, config_paths: list[Path], plan: dict, named=None) -> dict:
+    """Every file of results/X/recommend/, each written atomically (from the folder's files;
+    with `named`, knee.analyze.folder.Named, only from those)."""
     from knee.publish import recommend_report
 
-    rec = make(plan, root)
+    rec = make(plan, root, named)
     out = folder(root)
     data = jsonio.write(out / "recommendation.json", "recommendation", rec)
     jsonio.atomic_write_text(out / "verify.yaml", verify_text(rec, plan, config_paths))
