@@ -101,3 +101,61 @@ def test_a_derived_section_gives_its_caveats_to_the_readme_in_its_own_words(toy)
     said = readme.caveats(comparison, {})
     assert said == ["Burst spans, fastest to slowest request: 1-control 0.25–1.5 s."]
     assert readme.caveats({**comparison, "burst_spans": []}, {}) == []
+
+
+def test_a_role_is_one_of_the_roles_and_one_instrument_s():
+    with pytest.raises(ValueError, match="role 'throughput' is none of"):
+        instruments.register(dataclasses.replace(toy_instrument.SPEC, role="throughput"))
+    with pytest.raises(ValueError, match="role 'load' is taken"):
+        instruments.register(dataclasses.replace(toy_instrument.SPEC, role=instruments.LOAD))
+    assert "burst" not in instruments.names()
+    assert instruments.role(instruments.LOAD) == "sweep"
+    assert instruments.role(instruments.SINGLE_STREAM) == "fixture"
+    assert instruments.acceptance() == ("sweep", "probe")
+
+
+@pytest.fixture
+def load_renamed():
+    """The concurrency sweep registered as "ramp": the load instrument under another name."""
+    saved = dict(instruments.REGISTRY)
+    instruments.REGISTRY.clear()
+    for name, spec in saved.items():
+        instruments.REGISTRY[name if name != "sweep" else "ramp"] = (
+            spec if name != "sweep" else dataclasses.replace(spec, name="ramp"))
+    yield "ramp"
+    instruments.REGISTRY.clear()
+    instruments.REGISTRY.update(saved)
+
+
+def test_what_reads_across_instruments_asks_the_role_not_the_name(load_renamed):
+    from knee.publish import campaign, readme
+
+    row = {"instrument": "ramp", "pair": "all", "metric": "throughput", "point": 16,
+           "delta_pct": 7.5, "interval": [2.0, 9.0], "noise": "boot pairs"}
+    comparison = {"verdict": "VALID", "rows": [row]}
+    said = readme.headline(comparison, {"verdict": "PASS", "rules": []})
+    assert "largest throughput change [+7.5%]" in said and "at C16" in said
+    plan = {"name": "x", "instruments": {"ramp": {"concurrency": [16]}},
+            "arms": {"control": {}, "candidate": {}}, "variable": "none"}
+    lines = campaign.winner_lines([{"plan": plan, "comparison": comparison}])
+    assert any(line.startswith("| throughput at c=16 |") for line in lines), lines
+
+
+def named_instruments(path) -> list[str]:
+    """The string constants of a module that are an instrument's name."""
+    import ast
+
+    names = set(instruments.names())
+    return [n.value for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Constant) and n.value in names]
+
+
+def test_no_analysis_or_publishing_module_names_an_instrument():
+    """They ask the registry (roles, derived sections, figures), so an instrument is its
+    module alone."""
+    package = ROOT / "workflow" / "knee"
+    found = {str(p.relative_to(package)): named_instruments(p)
+             for layer in ("analyze", "publish") for p in sorted((package / layer).glob("*.py"))}
+    assert {p: hits for p, hits in found.items() if hits} == {}
+    planted = package / "instruments" / "sweep.py"  # the check finds a name where one is
+    assert "sweep" in named_instruments(planted)

@@ -25,15 +25,15 @@ from statistics import median
 
 import numpy as np
 
+from knee import instruments
 from knee.analyze import compare, kmodel, recommend_parts
 from knee.analyze.folder import Named, reader, realized_sessions
 from knee.analyze.kmodel import session_k
-from knee.analyze.recommend_parts import RESAMPLES
+from knee.analyze.recommend_parts import RESAMPLES, load
 from knee.core import layout, rawfiles
 from knee.core.errors import KneeError
 
 MIN_POINTS = 3
-ACCEPTANCE_INSTRUMENTS = ("sweep", "probe")
 
 
 class Refused(KneeError):
@@ -45,7 +45,7 @@ def point_observation(points: list[dict], c: int, output_tokens: int) -> dict:
     recs = [r for p in points for r in p["records"]
             if not r["warmup"] and not r.get("error") and len(r["chunk_times"]) > 1]
     if not recs:
-        raise Refused(f"sweep c={c}: no request with two or more chunks: no step time")
+        raise Refused(f"{load()} c={c}: no request with two or more chunks: no step time")
     steps = [(r["t_last"] - r["t_first"]) / (len(r["chunk_times"]) - 1) for r in recs]
     tokens = sum(r["output_tokens"] - 1 for r in recs) / sum(len(r["chunk_times"]) - 1
                                                           for r in recs)
@@ -59,33 +59,34 @@ def point_observation(points: list[dict], c: int, output_tokens: int) -> dict:
 
 def check_sweep(plan: dict) -> None:
     """Refuse before reading anything when the sweep cannot support a recommendation."""
-    if "sweep" not in plan["instruments"]:
-        raise Refused("no sweep instrument: nothing measured per concurrency")
-    conc = plan["instruments"]["sweep"]["concurrency"]
+    if load() not in plan["instruments"]:
+        raise Refused(f"no {load()} instrument: nothing measured per concurrency")
+    conc = plan["instruments"][load()]["concurrency"]
     if len(conc) < MIN_POINTS:
-        raise Refused(f"too few points: the sweep measured {len(conc)} concurrencies "
+        raise Refused(f"too few points: the {load()} measured {len(conc)} concurrencies "
                       f"({conc}); a recommendation needs at least {MIN_POINTS}")
 
 
-def sweep_windows(plan: dict, root: Path, named: Named | None) -> dict[tuple[int, str], dict]:
+def sweep_windows(plan: dict, root: Path,
+                  named: Named | None = None) -> dict[tuple[int, str], dict]:
     """Every realized session's sweep window, read once: {(pair, arm): {"id", "raw"}}, the raw
     under "raw"["sweep"] as compare.host_speed takes sessions."""
     out = {}
     for s in realized_sessions(plan, root, named):  # protocol order
         raw_dir = Path(root) / layout.raw_dir(s["id"])
-        raw = reader(named)(rawfiles.stored(raw_dir, "sweep.json"), "raw")
-        out[(s["pair"], s["arm"])] = {"id": s["id"], "raw": {"sweep": raw}}
+        raw = reader(named)(rawfiles.stored(raw_dir, f"{load()}.json"), "raw")
+        out[(s["pair"], s["arm"])] = {"id": s["id"], "raw": {load(): raw}}
     return out
 
 
 def observations(plan: dict, sweeps: dict[tuple[int, str], dict]) -> list[dict]:
     """One row per (session, concurrency), with the session's pair, arm and k there."""
-    cfg = plan["instruments"]["sweep"]
+    cfg = plan["instruments"][load()]
     conc = cfg["concurrency"]
     rows = []
     for (pair, arm), s in sweeps.items():
         for c, k in zip(conc, session_k(plan, arm, conc), strict=True):
-            pts = [p for p in s["raw"]["sweep"]["points"] if p["point"] == c]
+            pts = [p for p in s["raw"][load()]["points"] if p["point"] == c]
             rows.append({"session": s["id"], "pair": pair, "arm": arm, "c": c, "k": k,
                          **point_observation(pts, c, cfg["output_tokens"])})
     return rows
@@ -98,14 +99,15 @@ def fixed_at(plan: dict, arm: str, horizon: int) -> bool:
     return spec.get("num_speculative_tokens") == horizon and all(b[2] >= horizon for b in bands)
 
 
-def acceptance_windows(plan: dict, root: Path, horizon: int, named: Named | None) -> list[dict]:
+def acceptance_windows(plan: dict, root: Path, horizon: int,
+                       named: Named | None = None) -> list[dict]:
     """The acceptance counters of every window (probe, sweep) of the arms that draft at the
     horizon at every batch size: a schedule's windows mix horizons under one drafts count."""
     out = []
     for s in realized_sessions(plan, root, named):
         if not fixed_at(plan, s["arm"], horizon):
             continue
-        for name in ACCEPTANCE_INSTRUMENTS:
+        for name in instruments.acceptance():
             path = Path(root) / layout.metrics(s["id"], name)
             if name not in plan["instruments"] or not path.exists():
                 continue
@@ -128,7 +130,8 @@ def check_supported(plan: dict, rows: list[dict], windows: list[dict], horizon: 
     if horizon == 0:
         raise Refused("acceptance counters missing: speculation is off in both arms")
     if not windows:
-        raise Refused(f"acceptance counters missing: no probe or sweep window at k={horizon} "
+        which = " or ".join(sorted(instruments.acceptance()))
+        raise Refused(f"acceptance counters missing: no {which} window at k={horizon} "
                       "has per-position acceptance counts")
     if len(ks) < 2:
         raise Refused(f"one k only (k={ks[0]} at every measured point of both arms): the step "
@@ -242,8 +245,8 @@ def build(plan: dict, root: Path, named: Named | None = None) -> dict:
     horizon = max(r["k"] for r in rows)
     windows = acceptance_windows(plan, root, horizon, named)
     check_supported(plan, rows, windows, horizon)
-    n_tokens = plan["instruments"]["sweep"]["output_tokens"]
-    conc = plan["instruments"]["sweep"]["concurrency"]
+    n_tokens = plan["instruments"][load()]["output_tokens"]
+    conc = plan["instruments"][load()]["concurrency"]
     model = Model(rows, windows, n_tokens)
     ks = candidate_ks(rows, horizon)
     boot = bootstrap(rows, windows, n_tokens, conc, ks)
@@ -255,4 +258,4 @@ def build(plan: dict, root: Path, named: Named | None = None) -> dict:
 def sweep_speed(plan: dict, sweeps: dict[tuple[int, str], dict]) -> float | None:
     """The median speed of the engine's CPU over the sweep windows (None before it was sampled):
     a verification run measured on a faster or slower host says by how much."""
-    return compare.instrument_speed(compare.host_speed(plan, sweeps), "sweep")
+    return compare.instrument_speed(compare.host_speed(plan, sweeps), load())

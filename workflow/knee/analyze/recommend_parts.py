@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from knee import instruments
 from knee.analyze import kmodel
 
 RESAMPLES = 1000
@@ -35,6 +36,12 @@ KNEE_METHOD = ("Throughput knee: a continuous two-segment line fitted to the arm
                "the second and the second-to-last point; a knee only when the slope after it "
                f"is at most {kmodel.KNEE_SLOPE_RATIO:g} of the slope before and two segments "
                f"leave at most {kmodel.KNEE_SSE_RATIO:g} of one line's squared error.")
+
+
+def load() -> str:
+    """The instrument that measures throughput per concurrency (knee.instruments.LOAD), whose
+    windows the recommendation models (the concurrency sweep: "sweep" in names here)."""
+    return instruments.role(instruments.LOAD) or instruments.LOAD
 
 
 def interval(values: list[float]) -> list[float] | None:
@@ -158,7 +165,7 @@ def choose(conc, allowed, by, boot) -> tuple[int, list[dict]]:
 
 
 def assemble(plan: dict, rows, windows, model, ks, boot) -> dict:
-    conc = plan["instruments"]["sweep"]["concurrency"]
+    conc = plan["instruments"][load()]["concurrency"]
     allowed = allowed_ks(rows, model.horizon)
     preds = predictions(model, conc, ks, boot, allowed)
     by = {(p["concurrency"], p["k"]): p["throughput"] for p in preds}
@@ -209,8 +216,8 @@ def predicted_vs_measured(rec: dict, plan: dict, comparison: dict) -> list[dict]
     """A verification run's sweep throughput per arm and concurrency (geometric mean over its
     pairs) against the recommendation's prediction at the arm's k there, with the error."""
     by = {(p["concurrency"], p["k"]): p for p in rec["predictions"]}
-    conc = plan["instruments"]["sweep"]["concurrency"]
-    rows = [r for r in comparison["rows"] if r["instrument"] == "sweep"
+    conc = plan["instruments"][load()]["concurrency"]
+    rows = [r for r in comparison["rows"] if r["instrument"] == load()
             and r["metric"] == "throughput" and isinstance(r.get("pair"), int)]
     out = []
     for arm in plan["arms"]:
@@ -234,12 +241,12 @@ def predicted_changes(rec: dict, plan: dict, comparison: dict) -> list[dict]:
     prediction carries."""
     by = {(p["concurrency"], p["k"]): p["throughput"] for p in rec["predictions"]}
     gains = {(v["concurrency"], v["k"], v["control_k"]): v for v in rec["verify"]}
-    conc = plan["instruments"]["sweep"]["concurrency"]
+    conc = plan["instruments"][load()]["concurrency"]
     ks = {arm: kmodel.session_k(plan, arm, conc) for arm in ("control", "candidate")}
     out = []
     for i, c in enumerate(conc):
         kc, kx = ks["control"][i], ks["candidate"][i]
-        row = next((r for r in comparison["rows"] if r["instrument"] == "sweep"
+        row = next((r for r in comparison["rows"] if r["instrument"] == load()
                     and r["metric"] == "throughput" and r["point"] == c
                     and r["pair"] == "all"), None)
         if row is None or (c, kc) not in by or (c, kx) not in by:

@@ -2,7 +2,9 @@
 
 from knee.instruments import depth, fixture, probe, sweep
 from knee.instruments.spec import (
+    LOAD,
     REGISTRY,
+    SINGLE_STREAM,
     Derived,
     Figure,
     Spec,
@@ -23,6 +25,16 @@ def names() -> list[str]:
     return list(REGISTRY)
 
 
+def role(name: str) -> str | None:
+    """The registered instrument that has this role (spec.ROLES), or None."""
+    return next((n for n, spec in REGISTRY.items() if spec.role == name), None)
+
+
+def acceptance() -> tuple[str, ...]:
+    """The instruments whose windows feed the recommendation's acceptance model."""
+    return tuple(n for n, spec in REGISTRY.items() if spec.acceptance)
+
+
 def derived() -> tuple[tuple[str, Derived], ...]:
     """Every registered instrument's derived comparison sections, (instrument, section), in
     registration order (the order of their keys in comparison.json)."""
@@ -34,5 +46,6 @@ def figures() -> tuple[Figure, ...]:
     return tuple(f for spec in REGISTRY.values() for f in spec.figures)
 
 
-__all__ = ["REGISTRY", "Derived", "Figure", "Spec", "config_schema", "derived", "figures", "get",
-           "names", "register", "unregister"]
+__all__ = ["LOAD", "REGISTRY", "SINGLE_STREAM", "Derived", "Figure", "Spec", "acceptance",
+           "config_schema", "derived", "figures", "get", "names", "register", "role",
+           "unregister"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knee.core import prompts
-from knee.instruments.spec import Derived, Figure, Spec
+from knee.instruments.spec import SINGLE_STREAM, Derived, Figure, Spec
 
 SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["classes"],
@@ -90,7 +90,7 @@ def draw(ax, view) -> None:
 
 
 SPEC = Spec(name="fixture", title="Single-stream fixture", run=run, schema=SCHEMA,
-            bar_points=lambda cfg: cfg["classes"], pools=True,
+            bar_points=lambda cfg: cfg["classes"], pools=True, role=SINGLE_STREAM,
             derived=(Derived("fixture_classes", classes, caveats),),
             figures=(Figure("fixture", "fixture classes against the control range",
                             "fixture classes against the control range", draw),))

@@ -48,6 +48,16 @@ class Derived:
     caveats: Callable[..., list[str]] | None = None
 
 
+# What the stages that read across instruments take an instrument for, one instrument a role,
+# so that they never name one: LOAD measures throughput at each point of its config's
+# `concurrency` list with `output_tokens` a request (the README's headline, the campaign's
+# throughput rows, the recommendation's k model); SINGLE_STREAM measures one stream, its rows
+# at point "all" the decode rate p50 over every request (the campaign's single-stream row).
+LOAD = "load"
+SINGLE_STREAM = "single-stream"
+ROLES = (LOAD, SINGLE_STREAM)
+
+
 @dataclass(frozen=True)
 class Spec:
     name: str
@@ -64,6 +74,11 @@ class Spec:
     point_scrapes: bool = False
     derived: tuple[Derived, ...] = ()  # what the comparison derives from its windows
     figures: tuple[Figure, ...] = ()  # what it draws (knee.publish.figures renders them)
+    role: str | None = None  # one of ROLES, or none
+    # its windows' acceptance counters (at the arm's one k) feed the recommendation's
+    # acceptance model; a window of prompts unlike the load's (the fixture's classes, the depth
+    # instrument's long prompts) does not
+    acceptance: bool = False
 
 
 REGISTRY: dict[str, Spec] = {}
@@ -75,6 +90,10 @@ def register(spec: Spec) -> Spec:
     """Add an instrument; sessions run the registered ones in the order they were added."""
     if spec.name in REGISTRY or spec.name in SHARED:
         raise ValueError(f"instrument name {spec.name!r} is taken")
+    if spec.role is not None and spec.role not in ROLES:
+        raise ValueError(f"instrument {spec.name!r}: role {spec.role!r} is none of {ROLES}")
+    if spec.role is not None and any(o.role == spec.role for o in REGISTRY.values()):
+        raise ValueError(f"instrument {spec.name!r}: role {spec.role!r} is taken")
     _unique(spec, "derived", Derived, "derive", "key",
             "derived section {item!r} has no derive function (a Derived is needed)",
             "comparison section {name!r} is taken")

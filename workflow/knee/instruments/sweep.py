@@ -6,7 +6,7 @@ Every prompt is exactly `prompt_tokens` tokens of the served model's own tokeniz
 from __future__ import annotations
 
 from knee.core import prompts
-from knee.instruments.spec import Figure, Spec
+from knee.instruments.spec import LOAD, Figure, Spec
 
 SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["concurrency"],
@@ -122,4 +122,5 @@ FIGURES = (
            draw_acceptance),
 )
 SPEC = Spec(name="sweep", title="Concurrency sweep", run=run, schema=SCHEMA,
-            bar_points=lambda cfg: cfg["concurrency"], figures=FIGURES)
+            bar_points=lambda cfg: cfg["concurrency"], figures=FIGURES, role=LOAD,
+            acceptance=True)

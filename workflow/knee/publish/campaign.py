@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from knee import instruments
 from knee.analyze.kmodel import session_k
 from knee.core import jsonio, layout
 from knee.publish.comparison_md import ci, pctf
@@ -70,15 +71,16 @@ def experiment_lines(exps: list[dict], here: Path) -> list[str]:
 
 
 def winner_lines(exps: list[dict]) -> list[str]:
-    points = sorted({c for e in exps if "sweep" in e["plan"]["instruments"]
-                     for c in e["plan"]["instruments"]["sweep"]["concurrency"]})
+    load, single = instruments.role(instruments.LOAD), instruments.role(instruments.SINGLE_STREAM)
+    points = sorted({c for e in exps if load in e["plan"]["instruments"]
+                     for c in e["plan"]["instruments"][load]["concurrency"]})
     head = "| | " + " | ".join(e["plan"]["name"] for e in exps) + " |"
     out = [head, "|---|" + "---|" * len(exps)]
-    single = [winner(e["plan"], across(e["comparison"], "fixture", "decode_rate_p50", "all"),
-                     1) for e in exps]
-    out.append("| single-stream decode (fixture) | " + " | ".join(single) + " |")
+    cells = [winner(e["plan"], across(e["comparison"], single, "decode_rate_p50", "all"), 1)
+             for e in exps]
+    out.append(f"| single-stream decode ({single}) | " + " | ".join(cells) + " |")
     for c in points:
-        cells = [winner(e["plan"], across(e["comparison"], "sweep", "throughput", c), c)
+        cells = [winner(e["plan"], across(e["comparison"], load, "throughput", c), c)
                  for e in exps]
         out.append(f"| throughput at c={c} | " + " | ".join(cells) + " |")
     return out
@@ -86,13 +88,13 @@ def winner_lines(exps: list[dict]) -> list[str]:
 
 def summary_lines(exps: list[dict]) -> list[str]:
     """Per experiment: where each arm's k won and where the run cannot tell."""
-    out = []
+    out, load = [], instruments.role(instruments.LOAD)
     for e in exps:
         plan = e["plan"]
-        conc = plan["instruments"].get("sweep", {}).get("concurrency", [])
+        conc = plan["instruments"].get(load, {}).get("concurrency", [])
         won: dict[str, list[str]] = {}
         for c in conc:
-            row = across(e["comparison"], "sweep", "throughput", c)
+            row = across(e["comparison"], load, "throughput", c)
             if row is None or row.get("interval") is None:
                 continue
             lo, hi = row["interval"]
@@ -101,7 +103,7 @@ def summary_lines(exps: list[dict]) -> list[str]:
             won.setdefault(who, []).append(f"c={c}")
         said = "; ".join(f"{who} at {', '.join(cs)}" for who, cs in won.items())
         out.append(f"- {plan['name']} ({arm_label(plan, 'control')} against "
-                   f"{arm_label(plan, 'candidate')}), throughput: {said or 'no sweep'}.")
+                   f"{arm_label(plan, 'candidate')}), throughput: {said or f'no {load}'}.")
     return out
 
 

@@ -43,7 +43,8 @@ def headline(comparison: dict, bar: dict) -> str:
         needed = [r.get("pairs_needed") for r in bar["rules"] if r["verdict"] == "INCONCLUSIVE"]
         verdict += (f" (about {max(needed)} pairs would resolve it)" if None not in needed
                     else " (more pairs would not resolve every rule at these estimates)")
-    gains = [r for r in comparison["rows"] if r["instrument"] == "sweep" and r["pair"] == "all"
+    load = instruments.role(instruments.LOAD)
+    gains = [r for r in comparison["rows"] if r["instrument"] == load and r["pair"] == "all"
              and r["metric"] == "throughput" and r["delta_pct"] is not None]
     if not gains:
         return verdict
@@ -163,7 +164,7 @@ def predicted(plan: dict, comparison: dict, rec: dict) -> dict:
     rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
     errors = [abs(r["error_pct"]) for r in rows] or [None]
     changes = recommend_parts.predicted_changes(rec, plan, comparison)
-    here = compare.instrument_speed(comparison.get("host_speed"), "sweep")
+    here = compare.instrument_speed(comparison.get("host_speed"), recommend_parts.load())
     then = rec.get("sweep_cpu_speed")
     # linked as the published folders lie side by side (results/NAME), wherever this one is
     return {"file": file, "link": os.path.relpath(file, f"results/{plan['name']}"), "rows": rows,

@@ -74,16 +74,16 @@ def verify_bar(rec: dict, alpha: float) -> dict:
     """Pre-registered from the prediction: where the schedule's k differs from the fixed k, its
     throughput gain is at least the low end of the predicted gain's interval; where it is the
     same k, parity within PARITY_PCT (what running a schedule costs by itself)."""
-    rules = []
+    rules, load = [], recommend_parts.load()
     for v in rec["verify"]:
         c = v["concurrency"]
         if v["k"] == v["control_k"]:
-            rules.append({"name": f"C{c} parity (k={v['k']} in both)", "instrument": "sweep",
+            rules.append({"name": f"C{c} parity (k={v['k']} in both)", "instrument": load,
                           "metric": "throughput", "point": c, "within_pct": PARITY_PCT})
         else:
             low = math.floor(10 * (v["interval"] or [v["gain_pct"]])[0]) / 10
             rules.append({"name": f"C{c} as predicted (k={v['k']} against {v['control_k']})",
-                          "instrument": "sweep", "metric": "throughput", "point": c,
+                          "instrument": load, "metric": "throughput", "point": c,
                           "min_gain_pct": max(low, -100.0)})
     return {"alpha": alpha, "rules": rules}
 
