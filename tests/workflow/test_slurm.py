@@ -25,36 +25,13 @@ def slurm_config(tmp_path, default_config, name):
     return path, ROOT / "results" / cfg["name"]
 
 
-def test_reduced_experiment_through_slurm(tmp_path, default_config, results_dir,
-                                          engine_python):
+def test_a_reduced_experiment_through_slurm_survives_a_scancel_mid_session(
+        tmp_path, default_config, results_dir, engine_python):
+    """The reduced experiment with its sessions as Slurm jobs: the candidate's job is cancelled
+    while it measures, and the rerun resubmits that session alone and finishes the folder."""
     path, root = slurm_config(tmp_path, default_config, "it-slurm")
     results_dir.append(root)
     started = time.monotonic()
-    r = subprocess.run([*SLURM, "--config", f"experiment={path}"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=2400)
-    assert r.returncode == 0, r.stderr[-3000:] + logs(root)
-    print(f"reduced experiment through Slurm: {time.monotonic() - started:.1f} s")
-    boots = [jsonio.read(root / "receipts" / f"1-{arm}-boot.json", "boot")
-             for arm in ("control", "candidate")]
-    jobs = [b["scheduler"] for b in boots]
-    assert [j["kind"] for j in jobs] == ["slurm", "slurm"]
-    assert jobs[0]["job_id"] != jobs[1]["job_id"] and all(j["job_id"].isdigit() for j in jobs)
-    assert {j["node"] for j in jobs} == {platform.node().split(".")[0]}
-    assert all(int(j["cpus_on_node"]) == os.cpu_count() for j in jobs)
-    assert all("mem=6000M" in j["allocation"]["TRES"] for j in jobs), jobs
-    assert all(j["cpu_affinity"] == list(range(os.cpu_count())) for j in jobs)
-    # the protocol order held: the candidate booted after the control stopped
-    stop = jsonio.read(root / "receipts" / "1-control-stop.json", "stop")
-    assert boots[1]["started_at"] >= stop["stopped_at"]
-    assert (root / "README.md").exists() and not engine_processes(ROOT)
-    # the two sessions are Slurm jobs; plan, analysis, figures and README ran locally
-    assert r.stderr.count("has been submitted with SLURM jobid") == 2, r.stderr[-3000:]
-
-
-def test_scancel_mid_session_then_a_rerun_resubmits_only_that_session(
-        tmp_path, default_config, results_dir, engine_python):
-    path, root = slurm_config(tmp_path, default_config, "it-scancel")
-    results_dir.append(root)
     proc = subprocess.Popen([*SLURM, "--config", f"experiment={path}"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
@@ -66,6 +43,7 @@ def test_scancel_mid_session_then_a_rerun_resubmits_only_that_session(
     subprocess.run(["scancel", *running], check=True)
     _, err = proc.communicate(timeout=900)
     assert proc.returncode != 0
+    assert err.count("has been submitted with SLURM jobid") == 2, err[-3000:]  # the sessions
     time.sleep(3)
     assert not engine_processes(ROOT), "the cancelled job left its engine running"
     assert not (root / "receipts" / "1-candidate-boot.json").exists()
@@ -81,6 +59,19 @@ def test_scancel_mid_session_then_a_rerun_resubmits_only_that_session(
     assert (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime == control_mtime
     again = jsonio.read(root / "receipts" / "1-control-boot.json", "boot")
     assert again["scheduler"]["job_id"] == control["scheduler"]["job_id"]
-    candidate = jsonio.read(root / "receipts" / "1-candidate-boot.json", "boot")
-    assert candidate["scheduler"]["kind"] == "slurm"
+    print(f"reduced experiment through Slurm, one session cancelled and rerun: "
+          f"{time.monotonic() - started:.1f} s")
+    # the sessions were Slurm jobs; plan, analysis, figures and README ran locally
+    assert r.stderr.count("has been submitted with SLURM jobid") == 1, r.stderr[-3000:]
+    boots = [again, jsonio.read(root / "receipts" / "1-candidate-boot.json", "boot")]
+    jobs = [b["scheduler"] for b in boots]
+    assert [j["kind"] for j in jobs] == ["slurm", "slurm"]
+    assert jobs[0]["job_id"] != jobs[1]["job_id"] and all(j["job_id"].isdigit() for j in jobs)
+    assert {j["node"] for j in jobs} == {platform.node().split(".")[0]}
+    assert all(int(j["cpus_on_node"]) == os.cpu_count() for j in jobs)
+    assert all("mem=6000M" in j["allocation"]["TRES"] for j in jobs), jobs
+    assert all(j["cpu_affinity"] == list(range(os.cpu_count())) for j in jobs)
+    # the protocol order held: the candidate booted after the control stopped
+    stop = jsonio.read(root / "receipts" / "1-control-stop.json", "stop")
+    assert boots[1]["started_at"] >= stop["stopped_at"]
     assert (root / "README.md").exists() and not engine_processes(ROOT)
