@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the CPU engine image from a local Debian rootfs and wheels, push it to a registry and
 # print its pinned reference (REF@sha256:...). Needs root (debootstrap), docker and network
-# access to a Debian mirror and to the Python package index only.
+# access to a Debian mirror and to the Python package index only (the image's build itself
+# reaches only the wheels, served here on 127.0.0.1).
 #   envs/image/build.sh [REF]        default REF: 127.0.0.1:5000/knee/vllm-cpu:0.32.0
 # KNEE_TORCH_INDEX_URL: PyTorch's CPU wheel index, as for the engine environment.
 # KNEE_DEBIAN_MIRROR: the Debian mirror for debootstrap (default deb.debian.org).
@@ -39,8 +40,20 @@ grep -v '^#' "$here/../engine.txt" >"$ctx/wheels/engine.txt"
 python3 -m pip wheel --disable-pip-version-check -q "${extra[@]}" \
     -r "$ctx/wheels/engine.txt" -w "$ctx/wheels"
 phase "wheels:"
-cp "$here/Dockerfile" "$ctx/Dockerfile"
-docker build -q --build-arg BASE="$base" -t "$ref" "$ctx" >/dev/null
+# the wheels, served on the host's loopback while the image builds (stopped by its process id
+# on success, failure and Ctrl-C); the build context is the Dockerfile alone
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$ctx/wheels" \
+    >"$work/wheels-http.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$ctx/docker"
+cp "$here/Dockerfile" "$ctx/docker/Dockerfile"
+docker build -q --network host --build-arg BASE="$base" \
+    --build-arg WHEELS="http://127.0.0.1:$port" -t "$ref" "$ctx/docker" >/dev/null
+kill "$server" 2>/dev/null || true
 phase "docker build:"
 docker push -q "$ref" >/dev/null
 phase "push:"
