@@ -22,8 +22,9 @@ class Named:
 
     def read(self, path: Path, kind: str | None = None) -> dict:
         if Path(path).resolve() not in self.paths:
-            raise KneeError(f"{self.command}: {path}: reads it, but it is not among the files on "
-                            "its command line (--inputs: its rule's declared inputs)")
+            raise KneeError(f"{self.command}: {path} is needed but not named on its command "
+                            "line (--inputs: its rule's declared inputs); it reads no file it "
+                            "was not handed")
         return jsonio.read(path, kind)
 
 
