@@ -48,22 +48,45 @@ def canary_files(canary: str, roots: list[Path]) -> list[str]:
     return r.stdout.split()
 
 
+def killed_then_resumed(path: Path, root: Path, env: dict) -> str:
+    """Run the experiment, SIGKILL the candidate's engine as its sweep starts, check what the
+    failed session left, then run the same command again: what both runs printed."""
+    command = [*SNAKEMAKE, "--config", f"experiment={path}"]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
+    control_mtime = (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime
+    os.killpg(int((root / ".run" / "1-candidate.pid").read_text()), signal.SIGKILL)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode != 0
+    session_log = (root / "logs" / "session" / "1-candidate.log").read_text()
+    assert "engine exited with status" in session_log and "during" in session_log
+    assert not engine_processes(ROOT)
+    assert not (root / "receipts" / "1-candidate-boot.json").exists()
+    assert not (root / "raw" / "1-candidate" / "sweep.json.gz").exists()
+    assert list((root / "failed").glob("1-candidate-*"))
+    r = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env)
+    assert r.returncode == 0, r.stderr[-3000:] + logs(root)
+    assert "1-control" not in "".join(  # the finished session is not run again
+        line for line in r.stderr.splitlines() if "wildcards: sid=" in line)
+    assert (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime == control_mtime
+    return out + r.stdout + r.stderr
+
+
 @pytest.mark.engine
 def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, engine_python):
-    """The whole chain, with a secret passed by reference (a canary): the engine gets it from
-    knee's environment and no file, log, Snakemake record or terminal line holds it."""
+    """The whole chain, its candidate's engine killed mid-sweep and the run resumed, with a
+    secret passed by reference (a canary): the engine gets it from knee's environment and no
+    file, log, Snakemake record or terminal line of either run holds it."""
     default_config["server"]["secret_env"] = ["KNEE_TEST_CANARY"]
     canary = f"hf_{uuid.uuid4().hex}Canary"
     path = reduced_config(tmp_path, default_config, "it-e2e")
     name = yaml.safe_load(path.read_text())["name"]
     root = ROOT / "results" / name
     results_dir.append(root)
-    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=1800,
-                       env={**os.environ, "KNEE_TEST_CANARY": canary})
-    assert r.returncode == 0, logs(root)
+    printed = killed_then_resumed(path, root, {**os.environ, "KNEE_TEST_CANARY": canary})
     assert not engine_processes(ROOT)
-    assert canary not in r.stdout + r.stderr
+    assert canary not in printed
     assert not canary_files(canary, [root, ROOT / ".snakemake", ROOT / "logs"])
     boot = jsonio.read(root / "receipts" / "1-control-boot.json", "boot")
     assert boot["env"]["KNEE_TEST_CANARY"] == "<secret from knee's environment>"
@@ -142,39 +165,6 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert "1-control probe window done: 2 points in " in session_log
     png = root / "figures" / "throughput.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.mark.engine
-def test_engine_killed_mid_sweep_then_clean_resume(tmp_path, default_config, results_dir,
-                                                  engine_python):
-    path = reduced_config(tmp_path, default_config, "it-fault", concurrency=[1, 2, 4, 8],
-                          runs=2, output_tokens=64)
-    name = yaml.safe_load(path.read_text())["name"]
-    root = ROOT / "results" / name
-    results_dir.append(root)
-    proc = subprocess.Popen([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    pidfile = root / ".run" / "1-candidate.pid"
-    wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
-    control_mtime = (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime
-    os.killpg(int(pidfile.read_text()), signal.SIGKILL)
-    out, _ = proc.communicate(timeout=600)
-    assert proc.returncode != 0
-    session_log = (root / "logs" / "session" / "1-candidate.log").read_text()
-    assert "engine exited with status" in session_log and "during" in session_log
-    assert not engine_processes(ROOT)
-    assert not (root / "receipts" / "1-candidate-boot.json").exists()
-    assert not (root / "raw" / "1-candidate" / "sweep.json.gz").exists()
-    assert list((root / "failed").glob("1-candidate-*"))
-
-    r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={path}"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=1800)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "1-control" not in "".join(
-        line for line in r.stderr.splitlines() if "wildcards: sid=" in line)
-    assert (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime == control_mtime
-    assert (root / "README.md").exists()
-    assert not engine_processes(ROOT)
 
 
 @pytest.mark.engine
