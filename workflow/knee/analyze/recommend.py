@@ -71,22 +71,23 @@ def sweep_windows(plan: dict, root: Path,
                   named: Named | None = None) -> dict[tuple[int, str], dict]:
     """Every realized session's sweep window, read once: {(pair, arm): {"id", "raw"}}, the raw
     under "raw"["sweep"] as compare.host_speed takes sessions."""
-    out = {}
+    out, name, read = {}, load(), reader(named)
     for s in realized_sessions(plan, root, named):  # protocol order
         raw_dir = Path(root) / layout.raw_dir(s["id"])
-        raw = reader(named)(rawfiles.stored(raw_dir, f"{load()}.json"), "raw")
-        out[(s["pair"], s["arm"])] = {"id": s["id"], "raw": {load(): raw}}
+        raw = read(rawfiles.stored(raw_dir, f"{name}.json"), "raw")
+        out[(s["pair"], s["arm"])] = {"id": s["id"], "raw": {name: raw}}
     return out
 
 
 def observations(plan: dict, sweeps: dict[tuple[int, str], dict]) -> list[dict]:
     """One row per (session, concurrency), with the session's pair, arm and k there."""
-    cfg = plan["instruments"][load()]
+    name = load()
+    cfg = plan["instruments"][name]
     conc = cfg["concurrency"]
     rows = []
     for (pair, arm), s in sweeps.items():
         for c, k in zip(conc, session_k(plan, arm, conc), strict=True):
-            pts = [p for p in s["raw"][load()]["points"] if p["point"] == c]
+            pts = [p for p in s["raw"][name]["points"] if p["point"] == c]
             rows.append({"session": s["id"], "pair": pair, "arm": arm, "c": c, "k": k,
                          **point_observation(pts, c, cfg["output_tokens"])})
     return rows
@@ -103,7 +104,7 @@ def acceptance_windows(plan: dict, root: Path, horizon: int,
                        named: Named | None = None) -> list[dict]:
     """The acceptance counters of every window (probe, sweep) of the arms that draft at the
     horizon at every batch size: a schedule's windows mix horizons under one drafts count."""
-    out = []
+    out, read = [], reader(named)
     for s in realized_sessions(plan, root, named):
         if not fixed_at(plan, s["arm"], horizon):
             continue
@@ -111,7 +112,7 @@ def acceptance_windows(plan: dict, root: Path, horizon: int,
             path = Path(root) / layout.metrics(s["id"], name)
             if name not in plan["instruments"] or not path.exists():
                 continue
-            m = reader(named)(path)
+            m = read(path)
             per_pos = m.get("spec_decode_num_accepted_tokens_per_pos") or []
             if len(per_pos) == horizon and m.get("spec_decode_num_drafts"):
                 out.append({"pair": s["pair"], "file": layout.metrics(s["id"], name),
@@ -245,8 +246,8 @@ def build(plan: dict, root: Path, named: Named | None = None) -> dict:
     horizon = max(r["k"] for r in rows)
     windows = acceptance_windows(plan, root, horizon, named)
     check_supported(plan, rows, windows, horizon)
-    n_tokens = plan["instruments"][load()]["output_tokens"]
-    conc = plan["instruments"][load()]["concurrency"]
+    cfg = plan["instruments"][load()]
+    n_tokens, conc = cfg["output_tokens"], cfg["concurrency"]
     model = Model(rows, windows, n_tokens)
     ks = candidate_ks(rows, horizon)
     boot = bootstrap(rows, windows, n_tokens, conc, ks)

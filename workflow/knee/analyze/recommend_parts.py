@@ -216,8 +216,9 @@ def predicted_vs_measured(rec: dict, plan: dict, comparison: dict) -> list[dict]
     """A verification run's sweep throughput per arm and concurrency (geometric mean over its
     pairs) against the recommendation's prediction at the arm's k there, with the error."""
     by = {(p["concurrency"], p["k"]): p for p in rec["predictions"]}
-    conc = plan["instruments"][load()]["concurrency"]
-    rows = [r for r in comparison["rows"] if r["instrument"] == load()
+    name = load()
+    conc = plan["instruments"][name]["concurrency"]
+    rows = [r for r in comparison["rows"] if r["instrument"] == name
             and r["metric"] == "throughput" and isinstance(r.get("pair"), int)]
     out = []
     for arm in plan["arms"]:
@@ -241,12 +242,13 @@ def predicted_changes(rec: dict, plan: dict, comparison: dict) -> list[dict]:
     prediction carries."""
     by = {(p["concurrency"], p["k"]): p["throughput"] for p in rec["predictions"]}
     gains = {(v["concurrency"], v["k"], v["control_k"]): v for v in rec["verify"]}
-    conc = plan["instruments"][load()]["concurrency"]
+    name = load()
+    conc = plan["instruments"][name]["concurrency"]
     ks = {arm: kmodel.session_k(plan, arm, conc) for arm in ("control", "candidate")}
     out = []
     for i, c in enumerate(conc):
         kc, kx = ks["control"][i], ks["candidate"][i]
-        row = next((r for r in comparison["rows"] if r["instrument"] == load()
+        row = next((r for r in comparison["rows"] if r["instrument"] == name
                     and r["metric"] == "throughput" and r["point"] == c
                     and r["pair"] == "all"), None)
         if row is None or (c, kc) not in by or (c, kx) not in by:

@@ -164,7 +164,8 @@ def predicted(plan: dict, comparison: dict, rec: dict) -> dict:
     rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
     errors = [abs(r["error_pct"]) for r in rows] or [None]
     changes = recommend_parts.predicted_changes(rec, plan, comparison)
-    here = compare.instrument_speed(comparison.get("host_speed"), recommend_parts.load())
+    here = compare.instrument_speed(comparison.get("host_speed"),
+                                    instruments.role(instruments.LOAD))
     then = rec.get("sweep_cpu_speed")
     # linked as the published folders lie side by side (results/NAME), wherever this one is
     return {"file": file, "link": os.path.relpath(file, f"results/{plan['name']}"), "rows": rows,
