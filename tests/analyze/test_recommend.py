@@ -273,17 +273,25 @@ def test_a_concurrency_keeps_the_fixed_k_unless_the_gain_is_resolved():
     assert recommend_parts.allowed_ks([{"k": 0}, {"k": 4}], 4) == [0, 4]
 
 
-def test_the_audit_holds_a_verification_to_its_registered_prediction(tmp_path):
-    rec = tmp_path / "recommendation.json"
-    rec.write_text('{"schema": "knee/recommendation"}\n')
-    plan = {"prediction": {"file": str(rec),
-                           "sha256": hashlib.sha256(rec.read_bytes()).hexdigest()}}
-    assert audit.check_prediction(plan) == []
-    rec.write_text('{"schema": "knee/recommendation", "best_fixed_k": 3}\n')
-    assert "the prediction changed after the run" in audit.check_prediction(plan)[0]
-    rec.unlink()
-    assert "is missing" in audit.check_prediction(plan)[0]
-    assert audit.check_prediction({}) == []
+def test_the_audit_holds_a_verification_to_its_sealed_prediction_not_its_source(tmp_path):
+    source = tmp_path / "elsewhere" / "recommendation.json"  # another experiment's, re-rendered
+    source.parent.mkdir()
+    source.write_text('{"schema": "knee/recommendation", "best_fixed_k": 4}\n')
+    sealed = tmp_path / "verify" / "workflow" / "recommendation.json"
+    sealed.parent.mkdir(parents=True)
+    sealed.write_text('{"schema": "knee/recommendation"}\n')
+    plan = {"prediction": {"file": str(source),
+                           "sha256": hashlib.sha256(sealed.read_bytes()).hexdigest()}}
+    assert audit.check_prediction(plan, tmp_path / "verify") == []
+    sealed.write_text('{"schema": "knee/recommendation", "best_fixed_k": 3}\n')
+    now = hashlib.sha256(sealed.read_bytes()).hexdigest()
+    assert audit.check_prediction(plan, tmp_path / "verify") == [
+        f"workflow/recommendation.json: sha256 {now[:12]}, plan.json#/prediction registered "
+        f"{plan['prediction']['sha256'][:12]}: the prediction changed after the run was planned"]
+    sealed.unlink()
+    assert "workflow/recommendation.json: missing" in audit.check_prediction(
+        plan, tmp_path / "verify")[0]
+    assert audit.check_prediction({}, tmp_path / "verify") == []
 
 
 def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_compares(tmp_path):

@@ -48,6 +48,13 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_prediction(args) -> int:
+    from knee.plan import prediction
+
+    prediction.seal(args.plan, args.out)
+    return 0
+
+
 # run by the engine's Python (a venv, or inside the image): its version and package versions
 VERSIONS = ("import importlib.metadata as m, json, sys\n"
             "def v(n):\n    try: return m.version(n)\n"

@@ -30,6 +30,10 @@ COMMANDS = {
                               "merges --configfile files)"}), OUT,
         ("--name", {"help": "the experiment's name, if not the file's"}),
         ("--repo", {"type": Path, "default": Path("."), "help": "the workflow's git checkout"})]),
+    "prediction": ("a verification run: seal the recommendation its plan registers in its "
+                   "folder (the registered bytes, checked against their sha256)",
+                   f"knee prediction --plan {R}-verify/plan.json "
+                   f"--out {R}-verify/workflow/recommendation.json", [PLAN, OUT]),
     "engine-info": ("record an engine environment's Python and package versions",
                     "knee engine-info --python resources/engine-venv/bin/python --out e.json", [
         ("--python", {"help": "the engine environment's python"}),

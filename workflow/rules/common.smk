@@ -246,9 +246,25 @@ def get_decisions(wildcards):
     return [at(knee_layout.look(n)) for n in range(PAIRS_MIN, last + 1)]
 
 
+# a verification run's prediction, sealed in its folder when it is planned (by the plan): what its
+# rules read, never the recommendation it was copied from, which a re-render may rewrite
+SEALED_PREDICTION = {"prediction": at(knee_layout.PREDICTION)} if "prediction" in PLAN else {}
+
+
+# the files the crate copies under workflow/ (the sealed prediction is not among them)
+WORKFLOW_COPIES = [
+    at(p)
+    for p in (
+        knee_layout.CONFIG_COPY,
+        knee_layout.SNAKEFILE_COPY,
+        *map(knee_layout.prompt_copy, PROMPT_FILES),
+    )
+]
+
+
 def get_prediction(wildcards):
-    """A verification run's recommendation (config key prediction)."""
-    return [PLAN["prediction"]["file"]] if "prediction" in PLAN else []
+    """A verification run's registered recommendation (config key prediction), sealed."""
+    return list(SEALED_PREDICTION.values())
 
 
 def get_realized(wildcards):

@@ -83,9 +83,11 @@ rule tiny_model:
 if not knee_config.plan_fixed(R):
 
     rule plan:
-        """The plan: resolved arms, session order, instruments, the bar and its sha256."""
+        """The plan: resolved arms, session order, instruments, the bar and its sha256; a
+        verification run's prediction sealed beside it (knee prediction), before any boot."""
         output:
-            at(knee_layout.PLAN),
+            **SEALED_PREDICTION,
+            plan=at(knee_layout.PLAN),
         log:
             at(knee_layout.log("plan")),
         localrule: True
@@ -98,9 +100,32 @@ if not knee_config.plan_fixed(R):
             sources=CONFIG_FILES,
             name=config["name"],
             repo=workflow.basedir,
+            seal=(
+                f" && knee prediction --plan {shlex.quote(at(knee_layout.PLAN))}"
+                f" --out {shlex.quote(SEALED_PREDICTION['prediction'])}"
+                if SEALED_PREDICTION
+                else ""
+            ),
         shell:
-            "knee plan --config {params.sources:q} --name {params.name} --repo {params.repo:q}"
-            " --out {output} > {log} 2>&1"
+            "(knee plan --config {params.sources:q} --name {params.name} --repo {params.repo:q}"
+            " --out {output.plan}{params.seal}) > {log} 2>&1"
+
+elif SEALED_PREDICTION and not os.path.exists(SEALED_PREDICTION["prediction"]):
+
+    rule prediction:
+        """A verification run planned before its prediction was sealed in its folder: the
+        registered bytes, copied once (refused where the file no longer has them)."""
+        input:
+            plan=at(knee_layout.PLAN),
+        output:
+            **SEALED_PREDICTION,
+        log:
+            at(knee_layout.log("prediction")),
+        localrule: True
+        conda:
+            "../../envs/workflow.yaml"
+        shell:
+            "knee prediction --plan {input.plan} --out {output.prediction} > {log} 2>&1"
 
 
 if not RUNTIME.boots:

@@ -39,7 +39,7 @@ rule crate:
         code=get_code("crate"),
     output:
         metadata=at(knee_layout.CRATE),
-        copies=directory(at(knee_layout.WORKFLOW)),
+        copies=WORKFLOW_COPIES,
     log:
         at(knee_layout.log("crate")),
     localrule: True

@@ -104,11 +104,9 @@ def load_sessions(plan: dict, root: Path, pairs: int | None = None,
 
 
 def prediction_path(plan: dict, root: Path) -> Path:
-    """A verification run's registered prediction: the copy the results folder carries
-    (workflow/recommendation.json, written with the crate), else the file the plan names (the
-    path from the checkout's top, as the workflow reads it before the crate exists)."""
-    copy = Path(root) / layout.WORKFLOW / "recommendation.json"
-    return copy if copy.is_file() else Path(plan["prediction"]["file"])
+    """A verification run's registered prediction: the copy sealed in its folder when it was
+    planned (never the recommendation it was copied from, outside the folder)."""
+    return Path(root) / layout.PREDICTION
 
 
 def recommendation_of(root: Path) -> dict | None:

@@ -5,13 +5,17 @@ acceptance, the throughput knee, and a k schedule.
 Definitions (the second reference write-up's): per-position rate a_i = accepted at position i /
 drafts; per-user decode rate = tokens per step / step time; the ceiling at perfect acceptance is
 (k + 1) / step time.
+
+Every fit here is solved exactly in rational arithmetic and rounded once to a float, with no
+linear algebra library: a BLAS picks its kernels by CPU, and its last digits with them, so the
+same raw files would give another recommendation's bytes on another machine.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-
-import numpy as np
+from fractions import Fraction
 
 from knee.core.errors import KneeError
 
@@ -63,6 +67,53 @@ def ceiling_rate(k: int, step_s: float) -> float:
     return (k + 1) / step_s
 
 
+def _exact_rows(rows: list[list[float]]) -> list[list[Fraction]]:
+    return [[Fraction(v) for v in row] for row in rows]
+
+
+def _eliminate(a: list[list[Fraction]], cols: int) -> list[list[Fraction]]:
+    """Gauss-Jordan elimination in place on the first `cols` columns; the rows with a pivot,
+    in order (exact, so a zero pivot is a true zero)."""
+    pivots = 0
+    for col in range(cols):
+        row = next((r for r in range(pivots, len(a)) if a[r][col] != 0), None)
+        if row is None:
+            continue
+        a[pivots], a[row] = a[row], a[pivots]
+        head = a[pivots]
+        head[:] = [v / head[col] for v in head]
+        for r in range(len(a)):
+            if r != pivots and a[r][col] != 0:
+                f = a[r][col]
+                a[r] = [v - f * h for v, h in zip(a[r], head, strict=True)]
+        pivots += 1
+    return a[:pivots]
+
+
+def rank(rows: list[list[float]]) -> int:
+    """The exact rank of a matrix of floats."""
+    return len(_eliminate(_exact_rows(rows), len(rows[0]) if rows else 0))
+
+
+def least_squares(rows: list[list[float]], y: list[float]) -> list[float]:
+    """The least-squares coefficients of y on the columns of `rows`, solved exactly (the normal
+    equations in rationals) and rounded once: the same floats on every machine."""
+    x, t = _exact_rows(rows), [Fraction(v) for v in y]
+    n = len(x[0])
+    normal = [[sum((r[i] * r[j] for r in x), Fraction(0)) for j in range(n)]
+              + [sum((r[i] * v for r, v in zip(x, t, strict=True)), Fraction(0))]
+              for i in range(n)]
+    solved = _eliminate(normal, n)
+    if len(solved) < n:
+        raise KneeError(f"least squares: {n} terms but the points pin down only {len(solved)}")
+    return [float(r[n]) for r in solved]
+
+
+def predict(coef: tuple[float, ...] | list[float], row: list[float]) -> float:
+    """sum(coef * row), exactly rounded (math.fsum: no order of additions to depend on)."""
+    return math.fsum(a * b for a, b in zip(coef, row, strict=True))
+
+
 @dataclass(frozen=True)
 class StepModel:
     """step(c, k) in seconds, linear in 1, c, k and c*k, fitted by least squares."""
@@ -73,7 +124,7 @@ class StepModel:
     n: int
 
     def __call__(self, c: float, k: float) -> float:
-        return float(np.dot(self.coef, design(c, k)))
+        return predict(self.coef, design(c, k))
 
 
 def design(c: float, k: float) -> list[float]:
@@ -85,24 +136,28 @@ def identifiable(points: list[tuple[float, float]]) -> bool:
     point to spare (else its fit error is zero by construction and says nothing)."""
     unique = sorted(set(points))
     return len(unique) > len(STEP_TERMS) and \
-        np.linalg.matrix_rank(np.array([design(c, k) for c, k in unique])) == len(STEP_TERMS)
+        rank([design(c, k) for c, k in unique]) == len(STEP_TERMS)
 
 
 def fit_step_model(obs: list[tuple[float, float, float]]) -> StepModel:
     """Least squares over (c, k, step seconds) observations; the fit error is relative."""
-    x = np.array([design(c, k) for c, k, _ in obs])
-    y = np.array([s for _, _, s in obs])
-    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    rel = (x @ coef - y) / y
-    return StepModel(tuple(float(v) for v in coef), float(np.sqrt(np.mean(rel ** 2))),
-                     float(np.max(np.abs(rel))), len(obs))
+    x = [design(c, k) for c, k, _ in obs]
+    coef = tuple(least_squares(x, [s for _, _, s in obs]))
+    rel = [(predict(coef, row) - s) / s for row, (_, _, s) in zip(x, obs, strict=True)]
+    return StepModel(coef, math.sqrt(math.fsum(r * r for r in rel) / len(rel)),
+                     max(abs(r) for r in rel), len(obs))
 
 
-def hinge_fit(x: np.ndarray, y: np.ndarray, at: float) -> tuple[np.ndarray, float]:
+def sse(coef: list[float], rows: list[list[float]], y: list[float]) -> float:
+    """The squared error of a fit, exactly rounded."""
+    return math.fsum((predict(coef, row) - v) ** 2 for row, v in zip(rows, y, strict=True))
+
+
+def hinge_fit(x: list[float], y: list[float], at: float) -> tuple[list[float], float]:
     """Continuous two-segment line with its break at `at`: coefficients and SSE."""
-    m = np.column_stack([np.ones_like(x), x, np.maximum(0.0, x - at)])
-    coef, *_ = np.linalg.lstsq(m, y, rcond=None)
-    return coef, float(np.sum((m @ coef - y) ** 2))
+    m = [[1.0, v, max(0.0, v - at)] for v in x]
+    coef = least_squares(m, y)
+    return coef, sse(coef, m, y)
 
 
 def throughput_knee(conc: list[float], thr: list[float], grid: int = 200) -> dict:
@@ -111,20 +166,21 @@ def throughput_knee(conc: list[float], thr: list[float], grid: int = 200) -> dic
     points). Accepted only when the slope after the break is at most KNEE_SLOPE_RATIO of the
     slope before and two segments leave at most KNEE_SSE_RATIO of one line's squared error;
     otherwise no knee in the measured range, with the reason."""
-    x, y = np.asarray(conc, float), np.asarray(thr, float)
+    x, y = [float(v) for v in conc], [float(v) for v in thr]
     if len(x) < 4:
         return {"knee": None, "reason": f"{len(x)} concurrency points: a two-segment fit needs 4"}
-    line = np.polyfit(x, y, 1)
-    sse_line = float(np.sum((np.polyval(line, x) - y) ** 2))
-    best = None
-    for at in np.linspace(x[1], x[-2], grid):
-        coef, sse = hinge_fit(x, y, at)
-        if best is None or sse < best[2]:
-            best = (float(at), coef, sse)
-    at, coef, sse = best
-    before, after = float(coef[1]), float(coef[1] + coef[2])
+    rows = [[1.0, v] for v in x]
+    sse_line = sse(least_squares(rows, y), rows, y)
+    best, step = None, (x[-2] - x[1]) / (grid - 1)
+    for i in range(grid):
+        at = x[-2] if i == grid - 1 else i * step + x[1]  # numpy.linspace's grid, exactly
+        coef, err = hinge_fit(x, y, at)
+        if best is None or err < best[2]:
+            best = (at, coef, err)
+    at, coef, err = best
+    before, after = coef[1], coef[1] + coef[2]
     out = {"knee": None, "break": at, "slope_before": before, "slope_after": after,
-           "sse_ratio": sse / sse_line if sse_line > 0 else 0.0}
+           "sse_ratio": err / sse_line if sse_line > 0 else 0.0}
     if before <= 0:
         out["reason"] = "throughput does not rise before the break"
     elif after > KNEE_SLOPE_RATIO * before:

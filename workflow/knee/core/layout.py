@@ -6,11 +6,18 @@ Snakemake passes "{sid}" and the like to get its wildcard patterns."""
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 PLAN = "plan.json"
 README = "README.md"
 MANIFEST = "MANIFEST.sha256"
 CRATE = "ro-crate-metadata.json"
 WORKFLOW = "workflow"  # the config and workflow files as they ran
+CONFIG_COPY = "workflow/config.yaml"
+SNAKEFILE_COPY = "workflow/Snakefile"
+PROMPT_COPIES = "workflow/prompts"
+# a verification run's registered prediction, sealed when it is planned (knee prediction)
+PREDICTION = "workflow/recommendation.json"
 
 RECEIPTS = "receipts"
 RAW = "raw"
@@ -71,3 +78,9 @@ def recommend_figure(ext: str) -> str:
 
 def log(name: str) -> str:
     return f"{LOGS}/{name}.log"
+
+
+def prompt_copy(path: str | PurePath) -> str:
+    """The folder's copy of a fixture prompt file: under its own folder's name."""
+    path = PurePath(path)
+    return f"{PROMPT_COPIES}/{path.parent.name}/{path.name}"

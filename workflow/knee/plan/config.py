@@ -21,6 +21,7 @@ from knee.plan.arms import (
     differences,
     resolve_arms,
 )
+from knee.plan.prediction import prediction_ref
 
 
 def sha256_of(data: Any) -> str:
@@ -260,20 +261,6 @@ def registered_bar_sha256(plan: dict) -> str:
     bar = {**plan["bar"], "prediction": plan["prediction"]} if "prediction" in plan \
         else plan["bar"]
     return bar_sha256(bar, plan["protocol"]["sessions"], plan["protocol"]["pairs"])
-
-
-def prediction_ref(path: str, source: str) -> dict:
-    """The recommendation a verification run checks: its file and sha256 (registered)."""
-    try:
-        data = Path(path).read_bytes()
-        rec = json.loads(data)
-    except (OSError, ValueError) as e:
-        raise KneeError(f"{source}: prediction: {path!r}: unreadable ({e})") from None
-    if not isinstance(rec, dict) or rec.get("schema") != "knee/recommendation" \
-            or rec.get("status") != "recommended":
-        raise KneeError(f"{source}: prediction: {path!r} is not a recommendation written by "
-                        "`knee recommend`")
-    return {"file": path, "sha256": hashlib.sha256(data).hexdigest()}
 
 
 PLANNED = ("question", "variable", "arms", "model", "runtime", "protocol", "instruments",

@@ -204,20 +204,21 @@ def check_readme(root: Path, text: str) -> list[str]:
     return problems
 
 
-def check_prediction(plan: dict, root: Path | None = None) -> list[str]:
-    """A verification run's registered prediction is still the file it was run against."""
+def check_prediction(plan: dict, root: Path) -> list[str]:
+    """A verification run's prediction, sealed in its folder, is still the bytes it registered
+    (the recommendation it was copied from, in another folder, is not read)."""
     ref = plan.get("prediction")
     if not ref:
         return []
-    path = prediction_path(plan, root) if root else Path(ref["file"])
+    path = prediction_path(plan, root)
     if not path.is_file():
-        return [f"plan.json#/prediction: {ref['file']} is missing (the verification cannot be "
-                "shown against its prediction)"]
+        return [f"{layout.PREDICTION}: missing: the prediction plan.json#/prediction registers "
+                f"({ref['file']}, sha256 {ref['sha256'][:12]}) is not sealed in the folder, so "
+                "the verification cannot be shown against it"]
     digest = sha256_file(path)
     if digest != ref["sha256"]:
-        return [f"plan.json#/prediction: {ref['file']} has sha256 {digest[:12]}, "
-                f"the run registered {ref['sha256'][:12]}: the prediction changed after the "
-                "run"]
+        return [f"{layout.PREDICTION}: sha256 {digest[:12]}, plan.json#/prediction registered "
+                f"{ref['sha256'][:12]}: the prediction changed after the run was planned"]
     return []
 
 

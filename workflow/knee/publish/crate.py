@@ -68,20 +68,17 @@ def config_copy(config_paths: list[Path]) -> bytes:
 
 
 def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: dict) -> list[Path]:
-    """The Snakefile, the experiment's config, its prompt files and (a verification run) the
-    recommendation it checks, copied under workflow/."""
-    out = Path(root) / layout.WORKFLOW
-    out.mkdir(parents=True, exist_ok=True)
-    jsonio.atomic_write_text(out / "config.yaml", config_copy(config_paths))
-    copies = [(snakefile, out / "Snakefile")]
-    copies += [(p, out / "prompts" / p.parent.name / p.name)
+    """The Snakefile, the experiment's config and its prompt files, copied under workflow/ (a
+    verification run's prediction is there already: sealed when it was planned)."""
+    root = Path(root)
+    shutil.rmtree(root / layout.PROMPT_COPIES, ignore_errors=True)  # none left from before
+    jsonio.atomic_write_text(root / layout.CONFIG_COPY, config_copy(config_paths))
+    copies = [(snakefile, root / layout.SNAKEFILE_COPY)]
+    copies += [(p, root / layout.prompt_copy(p))
                for p in prompts.fixture_files(plan["instruments"])]
-    if "prediction" in plan:  # a verification run carries the recommendation it checks
-        copies.append((Path(plan["prediction"]["file"]), out / "recommendation.json"))
     for src, dst in copies:
-        dst.parent.mkdir(parents=True, exist_ok=True)
         jsonio.atomic_write_text(dst, Path(src).read_bytes())
-    return [out / "config.yaml", *(dst for _, dst in copies)]
+    return [root / layout.CONFIG_COPY, *(dst for _, dst in copies)]
 
 
 def build(root: Path) -> dict:
@@ -184,7 +181,6 @@ def write(root: Path, snakefile: Path, config_paths: list[Path]) -> Path:
     """Copy the inputs, then write the crate's metadata (atomically)."""
     root = Path(root)
     plan = jsonio.read(root / layout.PLAN, "plan")
-    shutil.rmtree(root / layout.WORKFLOW, ignore_errors=True)
     copy_inputs(root, snakefile, config_paths, plan)
     path = root / METADATA
     jsonio.atomic_write_text(path, json.dumps(build(root), indent=2, ensure_ascii=False) + "\n")

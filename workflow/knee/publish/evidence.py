@@ -44,14 +44,14 @@ def diff(a, b, pointer: str = "") -> list[str]:
 def remade_plan(root: Path, plan: dict) -> dict | None:
     """plan.json as knee makes it from the folder's copy of the config (workflow/config.yaml),
     under the plan's name; None where the folder has no copy."""
-    copy_ = Path(root) / layout.WORKFLOW / "config.yaml"
+    copy_ = Path(root) / layout.CONFIG_COPY
     if not copy_.is_file():
         return None
     cfg = configfile.load(copy_)
     cfg["name"] = plan["name"]  # --config name=NAME is not in the file
     prediction = None
     if "prediction" in cfg:
-        kept = Path(root) / layout.WORKFLOW / "recommendation.json"
+        kept = Path(root) / layout.PREDICTION
         prediction = {"file": cfg["prediction"],
                       "sha256": jsonio.sha256_file(kept) if kept.is_file() else None}
     return config.plan_of(config.validate(cfg, str(copy_)), plan["config_file"], prediction)

@@ -26,7 +26,7 @@ def folder(root: Path) -> Path:
 
 def config_of(root: Path) -> list[Path]:
     """The experiment's config: the copy the crate keeps, else the file(s) the plan names."""
-    copy_ = Path(root) / layout.WORKFLOW / "config.yaml"
+    copy_ = Path(root) / layout.CONFIG_COPY
     if copy_.is_file():
         return [copy_]
     return [Path(p) for p in jsonio.read(Path(root) / layout.PLAN)["config_file"].split(" + ")]
