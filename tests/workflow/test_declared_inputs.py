@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from knee import cli
-from tests.helpers import ROOT, bar_argv, readme_argv, run_snakemake, session_inputs
+from tests.helpers import ROOT, bar_argv, readme_argv, session_inputs
 
 PUBLISHED = ROOT / "results" / "ksched-cpu"
 
@@ -101,18 +101,3 @@ def test_the_rules_recommendation_reads_only_the_files_named(tmp_path, capsys):
     assert f"knee recommend: {left_off}" in capsys.readouterr().err
     assert not (here / "recommend").exists()
 
-
-@pytest.mark.workflow
-def test_a_verification_run_reads_its_sealed_prediction_never_the_recommendation_it_checks():
-    # the recommendation it checks belongs to another experiment, whose re-render may rewrite it
-    verify = ["--config", "experiment=results/ksched-cpu/recommend/verify.yaml"]
-    r = run_snakemake("-n", "-p", "--forcerun", "readme", "crate", *verify, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    commands = [line.removeprefix("Shell command: ") for line in r.stdout.splitlines()
-                if line.startswith("Shell command: ")]
-    readme = [c for c in commands if c.startswith("knee readme ")]
-    assert len(readme) == 1
-    assert "--prediction results/ksched-cpu-verify/workflow/recommendation.json " in readme[0]
-    assert not [c for c in commands if "ksched-cpu/recommend/recommendation.json" in c]
-    # sealed when it was planned: no rule writes it again
-    assert not [c for c in commands if c.startswith(("knee prediction", "knee plan"))]
