@@ -95,18 +95,43 @@ def rank(rows: list[list[float]]) -> int:
     return len(_eliminate(_exact_rows(rows), len(rows[0]) if rows else 0))
 
 
+def _scaled(column: list[float]) -> tuple[list[int], int]:
+    """A column of floats as integers over one power of two, exactly."""
+    ratios = [float(v).as_integer_ratio() for v in column]
+    scale = max(d for _, d in ratios)
+    return [n * (scale // d) for n, d in ratios], scale
+
+
+def _solve(a: list[list[int]]) -> list[Fraction] | None:
+    """x with a[:, :n] x = a[:, n] for an n x (n + 1) integer matrix, exactly: fraction-free
+    (Bareiss) elimination, then back substitution; None where the system is singular."""
+    n, prev = len(a), 1
+    for k in range(n):
+        p = next((r for r in range(k, n) if a[r][k]), None)
+        if p is None:
+            return None
+        a[k], a[p] = a[p], a[k]
+        for i in range(k + 1, n):  # every division is exact (Bareiss)
+            a[i] = [(a[i][j] * a[k][k] - a[i][k] * a[k][j]) // prev for j in range(n + 1)]
+        prev = a[k][k]
+    x = [Fraction(0)] * n
+    for i in reversed(range(n)):
+        x[i] = (a[i][n] - sum(a[i][j] * x[j] for j in range(i + 1, n))) / Fraction(a[i][i])
+    return x
+
+
 def least_squares(rows: list[list[float]], y: list[float]) -> list[float]:
-    """The least-squares coefficients of y on the columns of `rows`, solved exactly (the normal
-    equations in rationals) and rounded once: the same floats on every machine."""
-    x, t = _exact_rows(rows), [Fraction(v) for v in y]
-    n = len(x[0])
-    normal = [[sum((r[i] * r[j] for r in x), Fraction(0)) for j in range(n)]
-              + [sum((r[i] * v for r, v in zip(x, t, strict=True)), Fraction(0))]
-              for i in range(n)]
-    solved = _eliminate(normal, n)
-    if len(solved) < n:
-        raise KneeError(f"least squares: {n} terms but the points pin down only {len(solved)}")
-    return [float(r[n]) for r in solved]
+    """The least-squares coefficients of y on the columns of `rows`, solved exactly and rounded
+    once: the same floats on every machine. Each column is integers over a power of two, so
+    the normal equations are integers, solved without rounding."""
+    n = len(rows[0])
+    cols = [_scaled([r[j] for r in rows]) for j in range(n)] + [_scaled(y)]
+    normal = [[sum(a * b for a, b in zip(cols[i][0], cols[j][0], strict=True))
+               for j in range(n + 1)] for i in range(n)]
+    scaled = _solve(normal)  # coefficients of the integer columns against the integer y
+    if scaled is None:
+        raise KneeError(f"least squares: {n} terms but the points pin down only {rank(rows)}")
+    return [float(v * cols[j][1] / cols[n][1]) for j, v in enumerate(scaled)]
 
 
 def predict(coef: tuple[float, ...] | list[float], row: list[float]) -> float:
