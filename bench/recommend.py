@@ -24,7 +24,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from knee.analyze.folder import prediction_path  # noqa: E402
 from knee.core import jsonio, layout  # noqa: E402
 from knee.publish import readme  # noqa: E402
 
@@ -55,7 +54,7 @@ def main() -> int:
     if "prediction" not in plan:
         print(f"{verify.name} is not a verification run (its plan registers no prediction)")
         return 2
-    registered = jsonio.read(prediction_path(plan, verify), "recommendation")
+    registered = jsonio.read(verify / layout.PREDICTION, "recommendation")
     shown = readme.predicted(plan, comparison, registered)  # what its README shows, recomputed
     rows = shown["rows"]
     print(f"recommendation: {args.measured.name} (schedule {rec['schedule']}, best fixed k "

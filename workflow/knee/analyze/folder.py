@@ -103,12 +103,6 @@ def load_sessions(plan: dict, root: Path, pairs: int | None = None,
     return out
 
 
-def prediction_path(plan: dict, root: Path) -> Path:
-    """A verification run's registered prediction: the copy sealed in its folder when it was
-    planned (never the recommendation it was copied from, outside the folder)."""
-    return Path(root) / layout.PREDICTION
-
-
 def recommendation_of(root: Path) -> dict | None:
     """recommend/recommendation.json, if the folder has one."""
     path = Path(root) / layout.RECOMMENDATION

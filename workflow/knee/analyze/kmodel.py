@@ -67,10 +67,6 @@ def ceiling_rate(k: int, step_s: float) -> float:
     return (k + 1) / step_s
 
 
-def _exact_rows(rows: list[list[float]]) -> list[list[Fraction]]:
-    return [[Fraction(v) for v in row] for row in rows]
-
-
 def _eliminate(a: list[list[Fraction]], cols: int) -> list[list[Fraction]]:
     """Gauss-Jordan elimination in place on the first `cols` columns; the rows with a pivot,
     in order (exact, so a zero pivot is a true zero)."""
@@ -92,7 +88,8 @@ def _eliminate(a: list[list[Fraction]], cols: int) -> list[list[Fraction]]:
 
 def rank(rows: list[list[float]]) -> int:
     """The exact rank of a matrix of floats."""
-    return len(_eliminate(_exact_rows(rows), len(rows[0]) if rows else 0))
+    return len(_eliminate([[Fraction(v) for v in row] for row in rows],
+                          len(rows[0]) if rows else 0))
 
 
 def _scaled(column: list[float]) -> tuple[list[int], int]:

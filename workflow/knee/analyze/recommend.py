@@ -59,11 +59,12 @@ def point_observation(points: list[dict], c: int, output_tokens: int) -> dict:
 
 def check_sweep(plan: dict) -> None:
     """Refuse before reading anything when the sweep cannot support a recommendation."""
-    if load() not in plan["instruments"]:
-        raise Refused(f"no {load()} instrument: nothing measured per concurrency")
-    conc = plan["instruments"][load()]["concurrency"]
+    name = load()
+    if name not in plan["instruments"]:
+        raise Refused(f"no {name} instrument: nothing measured per concurrency")
+    conc = plan["instruments"][name]["concurrency"]
     if len(conc) < MIN_POINTS:
-        raise Refused(f"too few points: the {load()} measured {len(conc)} concurrencies "
+        raise Refused(f"too few points: the {name} measured {len(conc)} concurrencies "
                       f"({conc}); a recommendation needs at least {MIN_POINTS}")
 
 

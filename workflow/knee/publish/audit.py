@@ -15,7 +15,6 @@ from knee.analyze.folder import (
     instrument_names,
     load_receipts,
     load_sessions,
-    prediction_path,
     realized_pairs,
     realized_path,
     realized_sessions,
@@ -145,7 +144,7 @@ def examine(root: Path) -> tuple[list[str], list[str]]:
     problems += check_recommendation(root, plan)
     text = readme.render(plan, comparison, bar, boots, acceptance,
                          **session_receipts(plan, root), recommendation=recommendation_of(root),
-                         prediction=jsonio.read(prediction_path(plan, root), "recommendation")
+                         prediction=jsonio.read(root / layout.PREDICTION, "recommendation")
                          if "prediction" in plan else None)
     notes += evidence.git_history(root, plan)
     return problems + check_readme(root, text), list(dict.fromkeys(notes))
@@ -210,7 +209,7 @@ def check_prediction(plan: dict, root: Path) -> list[str]:
     ref = plan.get("prediction")
     if not ref:
         return []
-    path = prediction_path(plan, root)
+    path = Path(root) / layout.PREDICTION  # sealed when it was planned
     if not path.is_file():
         return [f"{layout.PREDICTION}: missing: the prediction plan.json#/prediction registers "
                 f"({ref['file']}, sha256 {ref['sha256'][:12]}) is not sealed in the folder, so "

@@ -67,7 +67,7 @@ def config_copy(config_paths: list[Path]) -> bytes:
             + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)).encode()
 
 
-def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: dict) -> list[Path]:
+def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: dict) -> None:
     """The Snakefile, the experiment's config and its prompt files, copied under workflow/ (a
     verification run's prediction is there already: sealed when it was planned)."""
     root = Path(root)
@@ -78,7 +78,6 @@ def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: dic
                for p in prompts.fixture_files(plan["instruments"])]
     for src, dst in copies:
         jsonio.atomic_write_text(dst, Path(src).read_bytes())
-    return [root / layout.CONFIG_COPY, *(dst for _, dst in copies)]
 
 
 def build(root: Path) -> dict:
