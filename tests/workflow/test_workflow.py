@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from knee.core import jsonio
+from knee.plan import configfile
 from tests import helpers
 from tests.helpers import ROOT, engine_processes, logs, reduced_config, wait_for_traffic
 
@@ -228,7 +229,9 @@ def test_two_experiments_in_one_invocation_keep_their_own_order(tmp_path, defaul
         path.write_text(yaml.safe_dump(cfg))
         paths.append(str(path))
         roots.append(ROOT / "results" / cfg["name"])
-    results_dir.extend(roots)
+    # the experiments and the campaign page they make together, removed after the test
+    results_dir.extend([*roots, ROOT / "results" / configfile.campaign_folder(
+        [root.name for root in roots])])
     r = subprocess.run([*SNAKEMAKE, "--config", f"experiments=[{','.join(paths)}]"], cwd=ROOT,
                        capture_output=True, text=True, timeout=2400)
     assert r.returncode == 0, r.stderr[-3000:]
