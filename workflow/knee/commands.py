@@ -78,7 +78,8 @@ COMMANDS = {
         ("--out-html", {"type": Path, "help": "also write verdict.html: the verdicts and the "
                                               "comparison as one page (the Snakemake report)"}),
         ("--exit-verdict", {"action": "store_true",
-                            "help": "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 3 INVALID"})]),
+                            "help": "exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE, 12 CONFOUNDED, "
+                                    "3 INVALID"})]),
     "decide": ("stopping by precision: after pair N, one more pair or stop",
                f"knee decide --plan {R}/plan.json --pairs 2 {SESSIONS} --out after-pair-2.json", [
         PLAN, INPUTS, ("--pairs", {"type": int, "required": True,

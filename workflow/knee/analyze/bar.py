@@ -72,7 +72,20 @@ def judge(comparison: dict, bar: dict, pairs: int, bar_sha256: str,
         return {**base, "verdict": "INVALID", "rules": [],
                 "reason": "the comparison failed validation: no delta is judged"}
     rules = [judge_rule(comparison["rows"], pairs, r, alpha) for r in bar["rules"]]
-    return {**base, "verdict": overall([r["verdict"] for r in rules]), "rules": rules}
+    verdict = overall([r["verdict"] for r in rules])
+    if (found := confounds(comparison, bar)) and verdict != "INVALID":
+        return {**base, "verdict": "CONFOUNDED", "rules": rules, "confounds": found,
+                "rules_verdict": verdict}
+    return {**base, "verdict": verdict, "rules": rules}
+
+
+def confounds(comparison: dict, bar: dict) -> list[dict]:
+    """The engine-side differences between the arms beyond the variable (what each boot's
+    engine said it resolved) that the bar did not pre-register: one variable means one
+    variable as the engine ran it."""
+    expected = bar.get("expected_engine_differences") or []
+    return [d for d in comparison.get("engine_differences") or []
+            if not any(e in d["what"] for e in expected)]
 
 
 def judge_plan(plan: dict, comparison: dict, boots: list[dict]) -> dict:

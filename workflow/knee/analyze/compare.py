@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 
 from knee import instruments
-from knee.analyze import inference, noise, resolved
+from knee.analyze import inference, noise, resolved, sampling
 from knee.analyze.stats import decode_rate, mean, pct, point_summary
 from knee.plan.arms import differences, in_variable, shown_variable
 
@@ -61,9 +61,13 @@ def validate_pair(pair: int, control: dict, candidate: dict, variable: str) -> t
     return checked, bad
 
 
-def arm_figures(raw: dict) -> dict[object, dict]:
-    """Per point: the mean over runs of each run's figures, plus a fixture-wide 'all'."""
+def arm_figures(raw: dict, withheld: dict | None = None) -> dict[object, dict]:
+    """Per point: the mean over runs of each run's figures, plus a fixture-wide 'all'; a point
+    sampled where an engine of the experiment does not sample as asked has none
+    (knee.analyze.sampling.withheld)."""
     by_point: dict[object, list[dict]] = {}
+    points = [p for p in raw["points"] if not sampling.point_reason(withheld or {}, p)]
+    raw = {**raw, "points": points}
     for p in raw["points"]:
         by_point.setdefault(p["point"], []).append(point_summary(p))
     out = {}
@@ -87,8 +91,12 @@ def delta_pct(control: float | None, candidate: float | None) -> float | None:
 def cells(pairs: list[tuple[dict, dict]]):
     """(instrument, point, metric, per-pair figures, control, candidate) for every figure either
     arm has; control and candidate are the arms' means over the pairs given."""
+    gone: dict = {}
+    for session in (s for pair in pairs for s in pair):
+        gone |= sampling.withheld(session["boot"])
     for inst in sorted(pairs[0][0]["raw"]):
-        figs = [(arm_figures(c["raw"][inst]), arm_figures(d["raw"][inst])) for c, d in pairs]
+        figs = [(arm_figures(c["raw"][inst], gone), arm_figures(d["raw"][inst], gone))
+                for c, d in pairs]
         for point in figs[0][0]:
             for m in METRICS:
                 a = mean([fa[point][m] for fa, _ in figs])
@@ -309,7 +317,7 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
             "host_flags": host_flags(sessions),
             **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {}),
             **({"gpu": clocks} if (clocks := gpu_clocks(plan, sessions)) else {}),
-            **engine_side(plan, sessions)}
+            **engine_side(plan, sessions), **sampling_withheld(plan, sessions)}
     sections = derived(sessions, valid=not bad)
     if clash := sorted(set(sections) & (set(head) | set(tail) | {"schema", "schema_version"})):
         raise ValueError(f"an instrument's derived section takes the comparison's own key "
@@ -323,3 +331,17 @@ def engine_side(plan: dict, sessions: dict) -> dict:
     if not any(b.get("engine_resolved") for b in boots):
         return {}
     return {"engine_differences": resolved.differences(plan["variable"], boots)}
+
+
+def sampling_withheld(plan: dict, sessions: dict) -> dict:
+    """Each temperature an instrument sampled at where a session's engine did not sample as
+    asked: its figures (acceptance and decode) are withheld, in these sessions, for this
+    reason (knee.analyze.sampling)."""
+    found: dict[tuple[float, str], list[str]] = {}
+    for (pair, arm), s in sorted(sessions.items()):
+        gone = sampling.withheld(s["boot"])
+        for t in instruments.sampled_temperatures(plan["instruments"]):
+            if why := sampling.reason(gone, t):
+                found.setdefault((t, why), []).append(f"{pair}-{arm}")
+    return {"sampling_withheld": [{"temperature": t, "sessions": ids, "why": why}
+                                  for (t, why), ids in found.items()]} if found else {}

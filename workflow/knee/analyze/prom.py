@@ -1,8 +1,11 @@
 """Prometheus scrape analysis: parse with prometheus_client, diff after - before, spec-decode.
 
-Pure functions: text in, numbers out. A zero or negative delta over a window that carried
-traffic, a missing series with speculation on, or a scrape pair that brackets no requests is
-an error naming the window and the file, never a zero in a table.
+Pure functions: text in, numbers out. A counter that must move with traffic (generation and
+prompt tokens; draft tokens once drafts were proposed) and did not, a counter that went down, a
+missing series with speculation on, or a scrape pair that brackets no requests is an error naming
+the window and the file, never a zero in a table. A counter that may legitimately stay flat
+(drafts when the drafter found nothing; accepted tokens when every draft was rejected) is a
+measured zero, said so in the window's flags.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from knee import instruments
+from knee.analyze import sampling
 from knee.analyze.stats import window_client_summary
 from knee.core import jsonio
 from knee.core.errors import KneeError
@@ -149,8 +153,17 @@ def window_deltas(before_text: str, after_text: str, window: str, requests: int,
         out["flags"].append("no drafts proposed in this window (the drafter found nothing to "
                             "propose): no acceptance figures")
         return out
-    for name in SPEC:
-        out[_key(name)] = counter_delta(before, after, name, window, requests, files)
+    # Drafts moved, so draft tokens must have; accepted tokens may truly stay flat (every
+    # draft rejected): a measured acceptance of 0, never a broken scrape.
+    out[_key(DRAFTS)] = drafts
+    out[_key(DRAFT_TOKENS)] = counter_delta(before, after, DRAFT_TOKENS, window, requests, files)
+    out[_key(ACCEPTED)] = counter_delta(before, after, ACCEPTED, window, 0, files)
+    if out[_key(ACCEPTED)] > out[_key(DRAFT_TOKENS)]:
+        raise KneeError(f"{window}: {ACCEPTED} moved by {out[_key(ACCEPTED)]:g}, more than the "
+                        f"{out[_key(DRAFT_TOKENS)]:g} draft tokens proposed: not a measurement "
+                        f"({files})")
+    if out[_key(ACCEPTED)] == 0:
+        out["flags"].append("every draft was rejected in this window: acceptance 0 (measured)")
     pa, pb = total(after, PER_POS, "position") or {}, total(before, PER_POS, "position") or {}
     out["spec_decode_num_accepted_tokens_per_pos"] = [
         pa[p] - pb.get(p, 0.0) for p in sorted(pa, key=int)]
@@ -201,13 +214,18 @@ def acceptance_table(windows: list[dict], sources: list) -> list[dict]:
             "step_time_s", "modelled_decode_rate", "ceiling_decode_rate", "flags",
             "temperatures")
     return [{"session": w["session"], "instrument": w["instrument"], "source": str(src),
-             **{k: w.get(k) for k in keys}} for w, src in zip(windows, sources, strict=True)]
+             **{k: w.get(k) for k in keys},
+             **{k: w[k] for k in ("sampling_withheld",) if k in w}}
+            for w, src in zip(windows, sources, strict=True)]
 
 
 def instrument_metrics(raw: dict, before: str, after: str, speculation: bool,
-                       knee_threshold: float, files: str) -> dict:
+                       knee_threshold: float, files: str,
+                       withheld: dict | None = None) -> dict:
     """The window metrics of one instrument run (and, where each point brackets scrapes of its
-    own, as the probe's temperatures do, of each point)."""
+    own, as the probe's temperatures do, of each point). withheld: temperature -> why the
+    engine's sampling there is not a measurement (knee.analyze.sampling.withheld): a window or
+    point sampled at one gets no acceptance figures, and says why."""
     records = [r for p in raw["points"] for r in p["records"]]
     records += (raw.get("warmup") or {}).get("records", [])
     out = window_deltas(before, after, f"{raw['session']}/{raw['instrument']}",
@@ -215,17 +233,39 @@ def instrument_metrics(raw: dict, before: str, after: str, speculation: bool,
                         client_tokens=sum(r["output_tokens"] for r in records), files=files,
                         knee_threshold=knee_threshold)
     out["client_latency"] = window_client_summary(records)
-    if instruments.get(raw["instrument"]).point_scrapes:
-        out["temperatures"] = [
-            {"point": p["point"], **window_deltas(
-                p["prom_before"], p["prom_after"],
-                f"{raw['session']}/{raw['instrument']} {p['point']}",
-                requests=len(p["records"]), speculation=speculation,
-                client_tokens=sum(r["output_tokens"] for r in p["records"]),
-                files=f"{files} (embedded scrapes of {p['point']})",
-                knee_threshold=knee_threshold)}
-            for p in raw["points"]]
+    gone = withheld or {}
+    if why := next(filter(None, (sampling.point_reason(gone, p) for p in raw["points"])), None):
+        out = withhold(out, why)
+    if instruments.get(raw["instrument"]).point_scrapes and \
+            all("prom_before" in p for p in raw["points"]):
+        out["temperatures"] = [point_metrics(raw, p, speculation, knee_threshold, files, gone)
+                               for p in raw["points"]]
     return out
+
+
+def point_metrics(raw: dict, p: dict, speculation: bool, knee_threshold: float, files: str,
+                  withheld: dict) -> dict:
+    """One point's own window metrics, from the scrapes embedded in its record."""
+    out = {"point": p["point"], **window_deltas(
+        p["prom_before"], p["prom_after"], f"{raw['session']}/{raw['instrument']} {p['point']}",
+        requests=len(p["records"]), speculation=speculation,
+        client_tokens=sum(r["output_tokens"] for r in p["records"]),
+        files=f"{files} (embedded scrapes of {p['point']})", knee_threshold=knee_threshold)}
+    why = sampling.point_reason(withheld, p)
+    return withhold(out, why) if why else out
+
+
+SPEC_FIGURES = ("acceptance_rate", "mean_acceptance_length", "tokens_per_step",
+                "per_position_rate", "knee_position", "knee_threshold", "k",
+                "modelled_decode_rate", "ceiling_decode_rate")
+
+
+def withhold(metrics: dict, why: str) -> dict:
+    """A window's metrics without its acceptance figures, and why (its counters stay)."""
+    if metrics.get("speculation") != "on":
+        return metrics
+    return {k: v for k, v in metrics.items() if k not in SPEC_FIGURES} \
+        | {"sampling_withheld": why}
 
 
 def window_metrics(raw: dict, boot: dict, before: Path, after: Path,
@@ -234,4 +274,5 @@ def window_metrics(raw: dict, boot: dict, before: Path, after: Path,
     return instrument_metrics(
         raw, jsonio.read_text(before), jsonio.read_text(after),
         speculation=bool(boot["server"].get("speculative_config")),
-        knee_threshold=knee_threshold, files=f"{before}, {after}")
+        knee_threshold=knee_threshold, files=f"{before}, {after}",
+        withheld=sampling.withheld(boot))

@@ -104,7 +104,8 @@ def fixed_at(plan: dict, arm: str, horizon: int) -> bool:
 def acceptance_windows(plan: dict, root: Path, horizon: int,
                        named: Named | None = None) -> list[dict]:
     """The acceptance counters of every window (probe, sweep) of the arms that draft at the
-    horizon at every batch size: a schedule's windows mix horizons under one drafts count."""
+    horizon at every batch size: a schedule's windows mix horizons under one drafts count. A
+    window sampled where the engine does not sample as asked (sampling_withheld) is left out."""
     out, read = [], reader(named)
     for s in realized_sessions(plan, root, named):
         if not fixed_at(plan, s["arm"], horizon):
@@ -115,7 +116,8 @@ def acceptance_windows(plan: dict, root: Path, horizon: int,
                 continue
             m = read(path)
             per_pos = m.get("spec_decode_num_accepted_tokens_per_pos") or []
-            if len(per_pos) == horizon and m.get("spec_decode_num_drafts"):
+            if len(per_pos) == horizon and m.get("spec_decode_num_drafts") \
+                    and not m.get("sampling_withheld"):
                 out.append({"pair": s["pair"], "file": layout.metrics(s["id"], name),
                             "drafts": m["spec_decode_num_drafts"], "accepted_per_pos": per_pos})
     return out

@@ -35,6 +35,17 @@ def acceptance() -> tuple[str, ...]:
     return tuple(n for n, spec in REGISTRY.items() if spec.acceptance)
 
 
+def sampled_temperatures(config: dict) -> list[float]:
+    """Every temperature above 0 that a configured instrument samples at (its own, or
+    instruments.sampling's), sorted: the temperatures a boot's sampling check covers."""
+    shared = float((config.get("sampling") or {}).get("temperature", 0.0))
+    out = set()
+    for name, spec in REGISTRY.items():
+        if name in config:
+            out.update(spec.temperatures(config[name]) if spec.temperatures else [shared])
+    return sorted(float(t) for t in out if t > 0)
+
+
 def derived() -> tuple[tuple[str, Derived], ...]:
     """Every registered instrument's derived comparison sections, (instrument, section), in
     registration order (the order of their keys in comparison.json)."""
@@ -48,4 +59,4 @@ def figures() -> tuple[Figure, ...]:
 
 __all__ = ["LOAD", "REGISTRY", "SINGLE_STREAM", "Derived", "Figure", "Spec", "acceptance",
            "config_schema", "derived", "figures", "get", "names", "register", "role",
-           "unregister"]
+           "sampled_temperatures", "unregister"]

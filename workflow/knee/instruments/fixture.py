@@ -25,11 +25,14 @@ def run(target, cfg: dict) -> dict:
     for name in cfg["classes"]:
         texts = prompts.class_prompts(cfg["prompt_dir"], name)
         ps = [texts[i % len(texts)] for i in range(cfg["requests"])]
+        before = target.scrape()
         result = target.send(ps, sampling)
+        after = target.scrape()
         target.check_alive(f"fixture class {name}")
         out["points"].append(target.record(
-            result, point=name, instrument="fixture", prompt_set=ps, sampling=sampling,
-            dataset=f"fixture:{name}", prompt_spec=f"{cfg['prompt_dir']}/{name}/*.txt, cycled"))
+            result, point=name, extra={"prom_before": before, "prom_after": after},
+            instrument="fixture", prompt_set=ps, sampling=sampling, dataset=f"fixture:{name}",
+            prompt_spec=f"{cfg['prompt_dir']}/{name}/*.txt, cycled"))
     return out
 
 
@@ -91,6 +94,7 @@ def draw(ax, view) -> None:
 
 SPEC = Spec(name="fixture", title="Single-stream fixture", run=run, schema=SCHEMA,
             bar_points=lambda cfg: cfg["classes"], pools=True, role=SINGLE_STREAM,
+            point_scrapes=True,
             derived=(Derived("fixture_classes", classes, caveats),),
             figures=(Figure("fixture", "fixture classes against the control range",
                             "fixture classes against the control range", draw),))

@@ -69,8 +69,9 @@ class Spec:
     pools: bool = False  # point "all": the decode rate p50 over every request of the window
     api: str | None = None  # the endpoint it always uses, whatever instruments.api says
     # each point is bracketed by scrapes of its own (prom_before, prom_after in its record): the
-    # window's metrics list each point's own under "temperatures" (the probe's, one per
-    # temperature), beside the window's as a whole
+    # window's metrics list each point's own under "temperatures" (the name the probe's, one per
+    # temperature, gave it; the fixture's are one per class), beside the window's as a whole. A
+    # raw file written before its instrument kept them has none, and its metrics no such list
     point_scrapes: bool = False
     derived: tuple[Derived, ...] = ()  # what the comparison derives from its windows
     figures: tuple[Figure, ...] = ()  # what it draws (knee.publish.figures renders them)
@@ -79,6 +80,9 @@ class Spec:
     # acceptance model; a window of prompts unlike the load's (the fixture's classes, the depth
     # instrument's long prompts) does not
     acceptance: bool = False
+    # the temperatures it samples at by itself (the probe's list), whatever instruments.sampling
+    # says; None: it samples as instruments.sampling says (greedy where that is absent)
+    temperatures: Callable[[dict], list[float]] | None = None
 
 
 REGISTRY: dict[str, Spec] = {}

