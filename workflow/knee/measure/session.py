@@ -203,6 +203,7 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
         facts = {**facts, "sampling_check": samplecheck.check(
             engine.base_url, s.plan["model"]["name"], temperatures,
             s.plan["instruments"]["seed"], s.plan["instruments"]["request_timeout_s"])}
+        engine.check_alive("the sampling check")  # a failed request is the engine's, or not
     s.receipt("boot", {
         **pair_arm, "runtime": s.runtime.kind, "started_at": started,
         "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,
@@ -301,7 +302,7 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     spec, shared = instruments.get(name), plan["instruments"]
     target = Target(engine, model, shared["seed"], shared["request_timeout_s"],
                     spec.api or shared["api"], sid, shared.get("sampling"))
-    before = endpoint.scrape(engine.metrics_url)
+    before = first_scrape(engine, f"{name} window")
     pgid = engine.proc.pid if getattr(engine, "proc", None) else None
     gpus = gpu.ids(plan["runtime"])
     with hostspeed.Sampler(sorted(os.sched_getaffinity(0) | set(engine_cpus or []))) as speed, \
@@ -323,6 +324,18 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     jsonio.write_text(files["prom.after"], after)
     jsonio.write(files["json"], "raw", {"session": sid, **result, "host": host})
     progress.say(f"{sid} {name} window done: {len(result['points'])} points in {took:.1f} s")
+
+
+def first_scrape(engine: Engine, where: str) -> str:
+    """A window's first scrape; where it fails, an engine that exited is named as such (its
+    exit may take a moment to be seen after its socket closed)."""
+    try:
+        return endpoint.scrape(engine.metrics_url)
+    except KneeError:
+        for _ in range(10):
+            engine.check_alive(where)
+            time.sleep(0.3)
+        raise
 
 
 def publish(staging: Path, root: Path) -> None:
