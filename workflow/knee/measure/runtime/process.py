@@ -144,4 +144,11 @@ def launch(s, model: dict, engine_facts: dict, python: str,
                     inherit=False)
     return engine, {"argv": secrets.redact_argv(argv), "env": secrets.redact_env(
         {**env, "VLLM_CACHE_ROOT": receipts.shown(s.cache_root)}, s.arm.get("secret_env", [])),
-        "env_inherited": secrets.redact_env(inherited)}
+        "env_inherited": secrets.redact_env(shown_paths(inherited))}
+
+
+def shown_paths(env: dict) -> dict:
+    """Inherited path variables as a receipt shows paths (knee.measure.receipts.shown: inside
+    the working directory, relative to it), so a receipt does not spell the machine's tree."""
+    return {k: os.pathsep.join(receipts.shown(x) for x in v.split(os.pathsep))
+            if k in ("PATH", "HOME", "TMPDIR") else v for k, v in env.items()}
