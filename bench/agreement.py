@@ -24,8 +24,12 @@ engine's own speed drifts by more than that between neighbouring runs, and the s
 from which that drift cancels, says what the clients themselves differ by. The last lines say,
 per point, whether each interval lies within 3 %. `--versus knee` runs knee against itself
 under the same protocol: the A/A calibration of how large a difference noise alone makes.
-Needs the engine environment and the model
-(`snakemake resources/engine-venv/knee-engine.json <model path>`).
+The engine and vLLM's client run in the config's engine environment: the embedded one, or
+`runtime.engine` (a GPU host's Python, its env, `runtime.gpus`), so the same command is the GPU
+referee. vLLM's saved result names differ between releases (0.32.0 writes per-request
+`latencies`, 0.26.0 only `ttfts` and `itls`): a request's busy time is read as its time to the
+last token, ttft + the sum of its inter-token latencies, in both, as knee's own `t_last - t_send`.
+Needs the engine environment and the model (`snakemake --configfile CONFIG <model path>`).
 """
 
 from __future__ import annotations
@@ -42,14 +46,14 @@ from pathlib import Path
 
 from knee.analyze import prom
 from knee.core import prompts
-from knee.measure import client
+from knee.measure import client, gpu
 from knee.measure.runtime import endpoint
 from knee.measure.runtime.process import Engine, split_cpus
-from knee.plan import config
+from knee.plan import config, places
 from knee.plan.arms import server_argv
 
 ROOT = Path(__file__).resolve().parents[1]
-ENGINE_PYTHON = ROOT / "resources" / "engine-venv" / "bin" / "python"
+EMBEDDED_PYTHON = "resources/engine-venv/bin/python"
 TARGET = 3.0  # per cent
 # one argv (JSON) per stdin line; "ok" or the traceback (JSON) on the reply fd given in argv[1]
 VLLM_DRIVER = """import json, os, sys, traceback
@@ -69,14 +73,14 @@ for line in sys.stdin:
 class VllmClient:
     """vLLM's benchmark client kept loaded in one engine-environment process."""
 
-    def __init__(self, log: Path):
+    def __init__(self, log: Path, python: str, env: dict):
         self.log = log
         r, w = os.pipe()
         with log.open("w") as out:
             self.proc = subprocess.Popen(
-                [str(ENGINE_PYTHON), "-c", VLLM_DRIVER, str(w)], stdin=subprocess.PIPE,
+                [python, "-c", VLLM_DRIVER, str(w)], stdin=subprocess.PIPE,
                 stdout=out, stderr=subprocess.STDOUT, pass_fds=(w,), text=True,
-                env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                env={**os.environ, **env, "HF_HUB_OFFLINE": "1"})
         os.close(w)
         self.replies = os.fdopen(r)
 
@@ -124,8 +128,8 @@ def vllm_run(base: str, vllm: VllmClient, model: dict, dataset: Path, n: int, c:
               "--extra-body", same_body(model, sampling), "--disable-tqdm", "--save-result",
               "--save-detailed", "--result-dir", str(work), "--result-filename", out.name])
     saved = json.loads(out.read_text())
-    busy = sum(lat for lat, err in zip(saved["latencies"], saved["errors"], strict=True)
-               if not err)
+    busy = sum(ttft + sum(itl) for ttft, itl, err in
+               zip(saved["ttfts"], saved["itls"], saved["errors"], strict=True) if not err)
     return {"throughput": saved["output_throughput"], "failed": saved.get("failed", 0),
             "idle_ms": idle_ms(c, saved["duration"], busy, n)}
 
@@ -208,6 +212,17 @@ def point(c: int, n: int, k: list[dict], v: list[dict], other: str) -> tuple[str
                  f"({adj[0]:+.2f} %, {adj[1]:+.2f} .. {adj[2]:+.2f})")
 
 
+def engine_of(rt: dict) -> tuple[str, dict]:
+    """The config's engine environment: its Python and the variables it runs with (a GPU
+    host's, with the GPUs it may use), or the embedded engine's."""
+    engine = rt.get("engine")
+    python = places.engine_python(engine) if engine else EMBEDDED_PYTHON
+    env = dict((engine or {}).get("env", {}))
+    if gpu.ids(rt):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu.ids(rt)))
+    return str(ROOT / python) if not Path(python).is_absolute() else python, env
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -224,6 +239,7 @@ def main() -> int:
     arm, rt, model = plan["arms"][a.arm], plan["runtime"], plan["model"]
     sweep = plan["instruments"]["sweep"]
     sampling = prompts.sampling_params(sweep["output_tokens"])
+    python, engine_env = engine_of(rt)
     engine_cpus, client_cpus = split_cpus(rt.get("engine_cpus"))
     if client_cpus:
         os.sched_setaffinity(0, client_cpus)  # vLLM's client inherits it
@@ -232,11 +248,13 @@ def main() -> int:
     # the same texts go to both clients, so neither may be served from the other's prefix cache
     arm = {**arm, "args": {**arm.get("args", {}), "enable-prefix-caching": False,
                            "no-enable-prefix-caching": True}}
-    engine = Engine(argv=server_argv(str(ENGINE_PYTHON), arm, str(ROOT / model["path"]),
+    engine = Engine(argv=server_argv(python, arm, str(ROOT / model["path"]),
                                      model["name"], "127.0.0.1", port),
-                    env={**arm.get("env", {}), "VLLM_CACHE_ROOT": str(ROOT / rt["cache_dir"])},
+                    env={**engine_env, **arm.get("env", {}),
+                         "VLLM_CACHE_ROOT": str(ROOT / rt["cache_dir"])},
                     log=work / "engine.log", host="127.0.0.1", port=port, cpus=engine_cpus)
-    vllm = VllmClient(work / "vllm-client.log") if a.versus == "vllm" else None
+    vllm = (VllmClient(work / "vllm-client.log", python, engine_env) if a.versus == "vllm"
+            else None)
     try:
         engine.start()
         print(f"engine ({a.arm} arm) healthy after {engine.wait_healthy(900):.1f} s; "

@@ -40,13 +40,22 @@ def test_an_unknown_package_is_refused_by_name():
         config.make_plan(cfg, "x.yaml")
 
 
-def test_serving_the_folder_in_another_dtype_is_refused():
+def test_serving_the_folder_in_a_dtype_it_cannot_be_cast_to_is_refused():
     cfg = config.load(ROOT / "config" / "smollm2.yaml")
-    cfg["server"]["args"]["dtype"] = "bfloat16"
-    with pytest.raises(KneeError, match="x.yaml: arms.control: server.args dtype is 'bfloat16', "
+    cfg["server"]["args"]["dtype"] = "float16"
+    with pytest.raises(KneeError, match="x.yaml: arms.control: server.args dtype is 'float16', "
                                         "but model.package 'smollm2-135m-instruct' is converted "
-                                        "to 'float32' weights"):
+                                        "to 'float32' weights and may be served as float32 or "
+                                        "bfloat16"):
         config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
+
+
+def test_the_gpu_experiment_serves_the_same_folder_cast_to_bfloat16():
+    plan = config.make_plan(config.load(ROOT / "config" / "k7v4-h200.yaml"),
+                            "config/k7v4-h200.yaml")
+    assert plan["model"]["path"] == "resources/models/smollm2-135m-instruct-float32"
+    assert plan["model"]["packaged"]["dtype"] == "float32"
+    assert {a["args"]["dtype"] for a in plan["arms"].values()} == {"bfloat16"}
 
 
 def fake_wheel(path, member: str, data: bytes):

