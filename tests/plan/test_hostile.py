@@ -158,7 +158,8 @@ def test_a_measured_folder_keeps_its_plan(tmp_path):
     out = refused([*SNAKEMAKE, "--config", "experiment=config/ksched.yaml", "name=ksched-cpu"],
                   r"never re-planned")
     assert "arms.candidate.args.max-model-len: measured=2048 now=1048576" in out
-    r = subprocess.run(SNAKEMAKE, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([*SNAKEMAKE, "--configfile", "config/ksched-cpu.yaml"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "rule plan:" not in r.stdout + r.stderr
     plan = ROOT / "results" / "ksched-cpu" / "plan.json"
     mtime = plan.stat().st_mtime
@@ -180,7 +181,7 @@ def test_make_run_names_results_after_the_config():
 def test_an_experiment_may_share_a_name_with_the_snakefile(tmp_path):
     """An experiment called `workflow` in an experiments list is an experiment like any other
     (its module is not named after it, so it shadows nothing)."""
-    text = (ROOT / "config" / "config.yaml").read_text().replace("name: ksched-cpu",
+    text = (ROOT / "config" / "config.yaml").read_text().replace("name: ksched-cpu-greedy",
                                                                  "name: workflow")
     path = tmp_path / "workflow.yaml"
     path.write_text(text)

@@ -6,6 +6,7 @@ import pytest
 from knee.analyze import aa, inference
 from knee.analyze.folder import instrument_names
 from knee.core import jsonio, rawfiles
+from knee.plan import models
 from knee.publish import audit
 from tests.helpers import ROOT
 
@@ -15,17 +16,23 @@ FOLDERS = ["noise-h200", *WORKLOAD]
 AA = ["aa-h200", "aa-h200-35b", "aa-h200-35b-pinned"]
 
 
-@pytest.mark.parametrize("name", FOLDERS)
-def test_every_boot_names_its_gpu_and_vllm_and_every_window_carries_gpu_samples(name):
-    root = ROOT / "results" / name
+def gpu_boots(root):
+    """(plan, session id, boot receipt) of every session, each boot on an H200 with vLLM 0.26.0."""
     plan = jsonio.read(root / "plan.json", "plan")
     for s in plan["protocol"]["sessions"]:
         boot = jsonio.read(root / "receipts" / f"{s['id']}-boot.json", "boot")
         assert boot["hardware"]["nvml"][0]["name"] == "NVIDIA H200"
         assert boot["engine"]["packages"]["vllm"] == "0.26.0"
+        yield plan, s["id"], boot
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_every_boot_names_its_gpu_and_vllm_and_every_window_carries_gpu_samples(name):
+    root = ROOT / "results" / name
+    for plan, sid, boot in gpu_boots(root):
         assert boot["model"]["weights"].startswith("none: the engine draws random weights")
         for inst in instrument_names(plan):
-            raw = jsonio.read(rawfiles.stored(root / "raw" / s["id"], f"{inst}.json"), "raw")
+            raw = jsonio.read(rawfiles.stored(root / "raw" / sid, f"{inst}.json"), "raw")
             samples = raw["host"]["gpu_during"]["gpu0"]
             assert samples["samples"] > 0 and samples["sm_clock_mhz"]["median"] > 0
 
@@ -120,3 +127,49 @@ def test_a_greedy_workload_says_temperature_0():
     assert readme.sampling_words(sampled).startswith("sampled (temperature 1.2, top_k 5)")
     text = (ROOT / "results" / "ksched-cpu" / "README.md").read_text()
     assert "ignore_eos, temperature 0;" in text
+
+
+REAL = ["k7v4-h200", "k7v4-h200-verify"]  # SmolLM2-135M-Instruct from its wheel, bfloat16
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_the_real_model_gpu_folders_name_the_packaged_model_and_audit_here(name):
+    root = ROOT / "results" / name
+    for _, _, boot in gpu_boots(root):
+        made = boot["model"]["packaged"]
+        # converted on the GPU host by its own transformers: the same bytes as here
+        assert made["safetensors_sha256"] == models.PACKAGED[made["package"]].safetensors_sha256
+        assert made["license"] == "Apache-2.0"
+        assert "--dtype" in boot["argv"] and boot["argv"][boot["argv"].index("--dtype") + 1] \
+            == "bfloat16"
+    problems, notes = audit.examine(root)
+    assert problems == [] and not [n for n in notes if n.startswith("not possible")], notes
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_the_gpu_engine_samples_what_it_is_asked_at_every_boot(name):
+    """vLLM 0.26.0 on the H200 passes the sampling check at T=0.8 under k=7, 6 and 4 (the
+    CPU engine fails it: vLLM #55005), and nothing sampled there is withheld."""
+    root = ROOT / "results" / name
+    for _, _, boot in gpu_boots(root):
+        [check] = boot["sampling_check"]
+        assert check["temperature"] == 0.8 and check["passed"] and check["repeatable"]
+        assert abs(check["z"]) < check["z_limit"]
+    comparison = jsonio.read(root / "comparison" / "comparison.json", "comparison")
+    assert not comparison.get("sampling_withheld")
+
+
+def test_acceptance_on_the_real_model_differs_by_class_and_falls_with_position():
+    """The fixture's classes bracketed by scrapes of their own, k=7: tool JSON and shell accept
+    more than code and prose in every control boot, and position 1 accepts at least position 7."""
+    windows = jsonio.read(ROOT / "results" / "k7v4-h200" / "comparison" / "acceptance.json",
+                          "acceptance")["windows"]
+    fixtures = [w for w in windows if w["instrument"] == "fixture"
+                and w["session"].endswith("-control")]
+    assert len(fixtures) == 2
+    for w in fixtures:
+        rate = {t["point"]: t["acceptance_rate"] for t in w["temperatures"]}
+        assert min(rate["tool_json"], rate["shell"]) > max(rate["code"], rate["prose"]), rate
+        for t in w["temperatures"]:
+            assert len(t["per_position_rate"]) == 7
+            assert t["per_position_rate"][0] >= t["per_position_rate"][-1], t

@@ -11,7 +11,7 @@ import pytest
 from knee.core import jsonio
 from tests.helpers import ROOT, run_snakemake
 
-EXPERIMENT = ["--config", "experiment=config/config.yaml"]
+EXPERIMENT = ["--config", "experiment=config/ksched-cpu.yaml"]
 PUBLISHED = ROOT / "results" / "ksched-cpu"
 
 

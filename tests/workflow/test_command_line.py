@@ -76,11 +76,15 @@ def test_engine_cpus_this_machine_lacks_refuse_a_run_not_a_measured_folders_re_r
 
 @pytest.mark.workflow
 def test_the_published_config_plans_its_published_folder_under_configfile():
-    """`snakemake -n --configfile config/config.yaml` takes results/ksched-cpu as measured by
-    it (the same config hash): no session to run, no plan to make again."""
-    r = run_snakemake("-n", "--configfile", "config/config.yaml")
+    """`snakemake -n --configfile config/ksched-cpu.yaml` takes results/ksched-cpu as measured
+    by it (the same config hash): no session to run, no plan to make again; the default
+    config, since changed, is refused under that name with what differs."""
+    r = run_snakemake("-n", "--configfile", "config/ksched-cpu.yaml")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "rule session:" not in r.stdout and "rule plan:" not in r.stdout
+    r = run_snakemake("-n", "--configfile", "config/config.yaml", "--config", "name=ksched-cpu")
+    assert r.returncode != 0
+    assert "instruments.probe.temperatures: measured=[0.0, 0.8] now=[0.0]" in r.stdout + r.stderr
 
 
 @pytest.mark.workflow

@@ -80,6 +80,8 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     secret passed by reference (a canary): the engine gets it from knee's environment and no
     file, log, Snakemake record or terminal line of either run holds it."""
     default_config["server"]["secret_env"] = ["KNEE_TEST_CANARY"]
+    # the default probes greedy only; sampled too, the boot's sampling check runs and withholds
+    default_config["instruments"]["probe"]["temperatures"] = [0.0, 0.8]
     canary = f"hf_{uuid.uuid4().hex}Canary"
     path = reduced_config(tmp_path, default_config, "it-e2e")
     name = yaml.safe_load(path.read_text())["name"]

@@ -90,21 +90,22 @@ wildcard_constraints:
 
 def get_model_input(wildcards):
     """The generated or packaged model is a workflow output; a given model path is used as
-    it is."""
+    it is. The engine's Python makes it: a finished session measured with a Python this
+    machine lacks (another host's) does not ask for it either."""
     if not (MODEL["generated"] or MODEL.get("packaged")) or not RUNTIME.boots:
         return []
-    return unless_published(wildcards.sid, [MODEL["path"]])
+    return unless_published(wildcards.sid, [MODEL["path"]], needs=[ENGINE_PYTHON])
 
 
 def session_done(sid):
     return all(os.path.exists(p) for p in session_outputs(sid).values())
 
 
-def unless_published(sid, paths):
+def unless_published(sid, paths, needs=()):
     """A finished session whose engine or model is not on this machine (a fresh clone of
-    published results) does not ask for them: it neither builds an engine nor measures again.
-    Anywhere else the inputs stay as they were recorded."""
-    if session_done(sid) and not all(os.path.exists(p) for p in paths):
+    published results), or what makes them (`needs`), does not ask for them: it neither builds
+    an engine nor measures again. Anywhere else the inputs stay as they were recorded."""
+    if session_done(sid) and not all(os.path.exists(p) for p in [*paths, *needs]):
         return []
     return paths
 

@@ -326,11 +326,13 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
 
 
 def engine_side(plan: dict, sessions: dict) -> dict:
-    """What the engine resolved, compared between the arms (boots that recorded it only)."""
+    """What the engine resolved, compared between the arms (boots that recorded it only), and
+    where requests may end at end-of-sequence, the lengths it generated."""
     boots = [s["boot"] for s in sessions.values()]
-    if not any(b.get("engine_resolved") for b in boots):
+    lengths = resolved.length_differences(sessions)
+    if not any(b.get("engine_resolved") for b in boots) and not lengths:
         return {}
-    return {"engine_differences": resolved.differences(plan["variable"], boots)}
+    return {"engine_differences": resolved.differences(plan["variable"], boots) + lengths}
 
 
 def sampling_withheld(plan: dict, sessions: dict) -> dict:

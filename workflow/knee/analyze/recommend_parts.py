@@ -28,7 +28,7 @@ METHOD = ("Step time per (session, concurrency): the median over requests of the
           "the smaller k, among the k between the shortest and the longest horizon measured "
           "(predictions beyond them are marked extrapolated); the schedule keeps the best fixed "
           "k at a concurrency unless the best k's predicted gain over it has an interval above "
-          "zero. Intervals: {RESAMPLES} resamples of the boot pairs (with "
+          f"zero. Intervals: {RESAMPLES} resamples of the boot pairs (with "
           "replacement), the whole chain refitted on each, percentile interval at "
           f"{CONFIDENCE:.0%}.")
 KNEE_METHOD = ("Throughput knee: a continuous two-segment line fitted to the arm's throughput "

@@ -97,3 +97,53 @@ def differences(variable, boots: list[dict]) -> list[dict]:
                         "what": f"{key}: control {', '.join(values['control'])}, candidate "
                                 f"{', '.join(values['candidate'])}"})
     return out
+
+
+
+# where requests may end at end-of-sequence (instruments.stop_at_eos), the candidate's requests
+# may be longer or shorter than the control's same requests by at most this much on average,
+# or by at most LENGTH_Z standard errors of that mean
+LENGTH_PCT = 5.0
+LENGTH_Z = 3.0
+
+
+def length_differences(sessions: dict) -> list[dict]:
+    """sessions[(pair, arm)] = {"raw": {instrument: raw}}. Each point whose requests may end at
+    end-of-sequence and whose arms generated different lengths for the same requests (each
+    request of the candidate against the control's same request in its pair: the mean
+    difference beyond LENGTH_PCT % of the control's mean and LENGTH_Z standard errors): a
+    throughput then compares different work, a difference the engine made on its own."""
+    lengths: dict[tuple, dict[tuple, int]] = {}
+    for (pair, arm), s in sorted(sessions.items()):
+        for inst, raw in sorted(s["raw"].items()):
+            for p in raw["points"]:
+                if p.get("profile", {}).get("ignore_eos", True):
+                    continue
+                got = lengths.setdefault((inst, str(p["point"]), arm), {})
+                got |= {(pair, p["run"], r["index"]): r["output_tokens"] for r in p["records"]
+                        if not r["warmup"] and not r["error"]}
+    out = []
+    for (inst, point, arm), control in sorted(lengths.items()):
+        candidate = lengths.get((inst, point, "candidate"), {})
+        same = sorted(set(control) & set(candidate))
+        if arm != "control" or not same:
+            continue
+        a, d = [control[k] for k in same], [candidate[k] - control[k] for k in same]
+        if _apart(sum(a) / len(a), d):
+            out.append({"kind": "output length", "arms": ["control", "candidate"],
+                        "what": f"{inst} point {point}: mean output {sum(a) / len(a):.1f} tokens "
+                                f"(control) against {sum(a) / len(a) + _mean(d):.1f} (candidate), "
+                                f"over the same {len(same)} requests"})
+    return out
+
+
+def _mean(xs: list[int]) -> float:
+    return sum(xs) / len(xs)
+
+
+def _apart(control_mean: float, d: list[int]) -> bool:
+    m = _mean(d)
+    if abs(m) <= LENGTH_PCT / 100 * control_mean:
+        return False
+    var = sum((x - m) ** 2 for x in d) / (len(d) - 1) if len(d) > 1 else 0.0
+    return var == 0 or abs(m) / (var / len(d)) ** 0.5 > LENGTH_Z

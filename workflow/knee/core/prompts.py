@@ -126,11 +126,15 @@ def fingerprint(prompts: list[str], sampling: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def sampling_params(output_tokens: int, sampling: dict | None = None, seed: int = 0) -> dict:
-    """Every request of a window: exactly output_tokens tokens, greedy unless the config's
+def sampling_params(output_tokens: int, sampling: dict | None = None, seed: int = 0,
+                    stop_at_eos: bool = False) -> dict:
+    """Every request of a window: exactly output_tokens tokens (or, with stop_at_eos, at most
+    that many, ending at the model's end-of-sequence token), greedy unless the config's
     instruments.sampling says otherwise (then seeded: request i samples with seed + i)."""
-    out = {"max_tokens": output_tokens, "min_tokens": output_tokens, "temperature": 0.0,
-           "top_p": 1.0, "ignore_eos": True}
+    out = ({"max_tokens": output_tokens, "temperature": 0.0, "top_p": 1.0, "ignore_eos": False}
+           if stop_at_eos else
+           {"max_tokens": output_tokens, "min_tokens": output_tokens, "temperature": 0.0,
+            "top_p": 1.0, "ignore_eos": True})
     if sampling:
         out.update({k: sampling[k] for k in ("temperature", "top_p", "top_k") if k in sampling})
         out["seed"] = seed

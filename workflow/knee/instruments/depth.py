@@ -154,6 +154,7 @@ def draw(ax, view) -> None:
 # README's depth section, with the curves' table, not among the figures
 SPEC = Spec(name="depth", title="Depth (single stream, one prompt per depth)", run=run,
             schema=SCHEMA, bar_points=lambda cfg: cfg["depths"], api="completions",
+            random_prompts=True,
             derived=(Derived("depth_curves", curves),),
             figures=(Figure("depth", "decode rate against prompt depth",
                             "decode rate against prompt depth", draw, listed=False),))

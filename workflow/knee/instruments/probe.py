@@ -39,5 +39,5 @@ def run(target, cfg: dict) -> dict:
 
 
 SPEC = Spec(name="probe", title="Acceptance probe (single stream per temperature)", run=run,
-            schema=SCHEMA, point_scrapes=True, acceptance=True,
+            schema=SCHEMA, point_scrapes=True, acceptance=True, random_prompts=True,
             temperatures=lambda cfg: list(cfg["temperatures"]))

@@ -83,11 +83,14 @@ class Spec:
     # the temperatures it samples at by itself (the probe's list), whatever instruments.sampling
     # says; None: it samples as instruments.sampling says (greedy where that is absent)
     temperatures: Callable[[dict], list[float]] | None = None
+    # its prompts are random words (knee.core.prompts.exact_token_prompts), not text of a kind a
+    # user sends: the README says its acceptance is the model's on such text
+    random_prompts: bool = False
 
 
 REGISTRY: dict[str, Spec] = {}
 # the keys under instruments that every instrument shares (no instrument may take their name)
-SHARED = ("seed", "api", "request_timeout_s", "sampling")
+SHARED = ("seed", "api", "request_timeout_s", "stop_at_eos", "sampling")
 
 
 def register(spec: Spec) -> Spec:

@@ -123,4 +123,4 @@ FIGURES = (
 )
 SPEC = Spec(name="sweep", title="Concurrency sweep", run=run, schema=SCHEMA,
             bar_points=lambda cfg: cfg["concurrency"], figures=FIGURES, role=LOAD,
-            acceptance=True)
+            acceptance=True, random_prompts=True)

@@ -301,7 +301,8 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
     """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
     spec, shared = instruments.get(name), plan["instruments"]
     target = Target(engine, model, shared["seed"], shared["request_timeout_s"],
-                    spec.api or shared["api"], sid, shared.get("sampling"))
+                    spec.api or shared["api"], sid, shared.get("sampling"),
+                    bool(shared.get("stop_at_eos")))
     before = first_scrape(engine, f"{name} window")
     pgid = engine.proc.pid if getattr(engine, "proc", None) else None
     gpus = gpu.ids(plan["runtime"])

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from knee import instruments
-from knee.analyze import compare, inference, recommend_parts
+from knee.analyze import compare, folder, inference, recommend_parts
 from knee.core import layout
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
@@ -110,6 +110,27 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
     return out
 
 
+def workload_caveats(plan: dict, names: list[str] | None = None) -> list[str]:
+    """What the acceptance figures were measured on, where that is not a trained model's drafts
+    on its own answers to real prompts: random weights, random-word prompts (of `names`, the
+    instruments the figures come from; every one of the plan's by default), forced length."""
+    out = []
+    if plan["model"].get("generated"):
+        out.append("The model has random weights (model.generate): acceptance, per position and "
+                   "per class, and any k chosen from it describe no trained model's drafts.")
+    names = folder.instrument_names(plan) if names is None else names
+    if random := [n for n in names if instruments.get(n).random_prompts]:
+        named = " and ".join([", ".join(random[:-1]), random[-1]] if len(random) > 1 else random)
+        out.append(f"The prompts of the {named} are random words (exact-length "
+                   "prompts from knee's word list): acceptance measured on them is the model's "
+                   "on text no user sends (the fixture's classes are prompts of their kind).")
+    if not plan["instruments"].get("stop_at_eos"):
+        out.append("Every request generates exactly its max_tokens, past its end-of-sequence "
+                   "token (ignore_eos): acceptance is measured on forced text as well as on the "
+                   "model's own answers (instruments.stop_at_eos lets requests end there).")
+    return out
+
+
 def speed_caveat(speed: dict) -> str:
     lo, hi = speed["range"]
     follows = ", ".join(f"{r['rule']} {r['correlation']:+.2f}" for r in speed["rules"])
@@ -188,6 +209,28 @@ def predicted(plan: dict, comparison: dict, rec: dict) -> dict:
                       "difference_pct": 100 * (here - then) / then} if here and then else None}
 
 
+def over_boots(windows: list[dict], confidence: float = 0.95) -> list[dict]:
+    """Per arm and point (the fixture's classes): the acceptance rate's mean over the boots that
+    drafted there, with its Student t interval over them, and each position's mean rate."""
+    got: dict[tuple[str, str], list[dict]] = {}
+    for w in windows:
+        for t in w["temperatures"]:
+            if t.get("acceptance_rate") is not None:
+                got.setdefault((w["session"].split("-", 1)[1], t["point"]), []).append(t)
+    out = []
+    for (arm, point), ts in sorted(got.items()):
+        rates = [t["acceptance_rate"] for t in ts]
+        m = float(np.mean(rates))
+        half = (inference.t_quantile(0.5 + confidence / 2, len(rates) - 1)
+                * float(np.std(rates, ddof=1)) / len(rates) ** 0.5 if len(rates) > 1 else None)
+        positions = [float(np.mean(p))
+                     for p in zip(*(t["per_position_rate"] for t in ts), strict=True)]
+        out.append({"arm": arm, "point": point, "boots": len(rates), "mean": m,
+                    "interval": [m - half, m + half] if half is not None else None,
+                    "per_position_rate": positions})
+    return out
+
+
 def conditional(rates: list[float] | None) -> str:
     """Per draft position, the chance it is accepted given the one before it was: a_i / a_i-1
     (the first position's is its own rate; none where the one before was never accepted)."""
@@ -215,7 +258,8 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         acceptance=acceptance["windows"], variable_values=variable_values(plan),
         variable=shown_variable(plan["variable"]),
         rel=in_folder,
-        caveats=caveats(comparison, bar, acceptance, runtimes.of(plan)),
+        caveats=(caveats(comparison, bar, acceptance, runtimes.of(plan))
+                 + workload_caveats(plan)),
         fmt=fmt, pctf=pctf, ci=ci, ms=ms,
         positions=positions,
         probes=[w for w in acceptance["windows"]
@@ -223,6 +267,9 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         by_point=[w for w in acceptance["windows"]
                   if w.get("temperatures") and not instruments.get(w["instrument"]).temperatures],
         conditional=conditional,
+        over_boots=over_boots([w for w in acceptance["windows"] if w.get("temperatures")
+                               and not instruments.get(w["instrument"]).temperatures],
+                              plan["analysis"]["confidence"]),
         headline=headline(comparison, bar), caches=caches or {},
         used={sid: s["resources"] for sid, s in (stops or {}).items() if "resources" in s},
         calibration=(inference.false_positives(comparison["rows"])

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from knee import instruments
 from knee.core import layout
 from knee.publish.comparison_md import fmt, pctf
 from knee.publish.figures import COLORS, STABLE, plt, save
+from knee.publish.readme import workload_caveats
 
 J = "recommendation.json"
 
@@ -128,7 +130,10 @@ def readme(rec: dict, plan: dict) -> str:
              "## Ceiling model (lowest concurrency)", "", *ceiling_lines(rec), "",
              "## How well the model fits what was measured", "", *fit_lines(rec), "",
              "## Method", "", rec["method"], "", rec["knee_method"], ""]
-    return "\n".join(lines)
+    windows = [Path(w).name for w in rec["acceptance"]["windows"]]
+    read = [n for n in instruments.names() if any(w.startswith(f"{n}.") for w in windows)]
+    said = workload_caveats(plan, read)
+    return "\n".join(lines + ["## Caveats", "", *[f"- {c}" for c in said], ""])
 
 
 def figure(rec: dict, stem: Path) -> None:

@@ -25,10 +25,12 @@ class Target:
     api: str  # the OpenAI endpoint of this window
     sid: str = ""  # the session, named in the progress lines
     sampling: dict | None = None  # instruments.sampling (absent: greedy)
+    stop_at_eos: bool = False  # instruments.stop_at_eos
 
     def sampling_params(self, output_tokens: int) -> dict:
         """The sampling of every request this window sends (knee.core.prompts.sampling_params)."""
-        return prompts.sampling_params(output_tokens, self.sampling, self.seed)
+        return prompts.sampling_params(output_tokens, self.sampling, self.seed,
+                                       self.stop_at_eos)
 
     def send(self, prompt_set: list, sampling: dict, concurrency: int = 1,
              warmup: bool = False) -> dict:
