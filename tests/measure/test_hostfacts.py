@@ -75,6 +75,41 @@ def test_speed_summary_keeps_only_the_window_and_reads_the_sampler_lines():
     assert s["cpu1"] == {"median": 30.0, "p10": 30.0, "p90": 30.0, "samples": 1}
 
 
+def test_the_speed_series_keeps_each_round_of_the_window_aligned_over_cpus():
+    from knee.measure import hostspeed
+
+    samples = hostspeed.parse("9.9 cpu0 99.0\n10.0 cpu0 10.0\n10.0 cpu1 11.0\n10.25 cpu1 30.0\n"
+                              "10.5 cpu0 20.0\n10.5 cpu1 21.5\n11.5 cpu0 1.0\n")
+    assert hostspeed.series(samples, 10.0, 11.0) == {
+        "t_ms": [0, 250, 500],
+        "speed": {"cpu0": [10.0, None, 20.0], "cpu1": [11.0, 30.0, 21.5]}}
+    assert hostspeed.series(samples, 20.0, 21.0) == {"t_ms": [], "speed": {}}
+
+
+def test_each_recorded_point_keeps_the_span_of_the_loop_it_recorded(monkeypatch):
+    import time
+
+    from knee.measure import client
+    from knee.measure.runtime.target import Target
+
+    def loop(*_a, **_k):
+        time.sleep(0.02)
+        return {"wall_s": 0.02, "records": []}
+
+    monkeypatch.setattr(client, "run", loop)
+    served = type("Served", (), {"base_url": "http://127.0.0.1:1", "metrics_url": ""})()
+    target = Target(served, {"name": "m", "path": "p"}, 0, 1.0, "completions")
+    target.send(["warm"], {}, warmup=True)  # a warm-up loop records no point
+    before = time.monotonic()
+    result = target.send(["a", "b"], {}, 2)
+    monkeypatch.setattr("knee.core.prompts.point_record", lambda res, **f: {"point": f["point"]})
+    monkeypatch.setattr("knee.measure.progress.point_line", lambda sid, rec: "")
+    record = target.record(result, point=2, instrument="sweep", prompt_set=["a", "b"],
+                           sampling={})
+    (point, (t0, t1)), = target.spans
+    assert point is record and before <= t0 < t1 <= time.monotonic() and t1 - t0 >= 0.02
+
+
 def test_the_sampler_samples_while_the_block_runs_and_stops_after_it():
     import time
 

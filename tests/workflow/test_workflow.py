@@ -126,6 +126,11 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     engine_cpu = f"cpu{default_config['runtime']['engine_cpus'][0]}"
     assert host["cpu_speed_during"][engine_cpu]["samples"] >= 4
     assert host["cpu_speed_during"][engine_cpu]["median"] > 0
+    # and over each run's own span, with the sampler's series kept beside
+    runs = jsonio.read(raw, "raw")["points"]
+    assert all(p["cpu_speed"][engine_cpu]["samples"] >= 1 for p in runs)
+    series = host["cpu_speed_series"]
+    assert len(series["speed"][engine_cpu]) == len(series["t_ms"]) >= 4
     assert sum(p["cpu_share"] for p in host["engine_processes"]) > 0.5  # the engine was busy
     assert any(p["name"].startswith("VLLM::") for p in host["engine_processes"])
     speed = comparison["host_speed"]

@@ -309,6 +309,34 @@ def cmd_recommend(args) -> int:
     return 0 if rec["status"] == "recommended" or args.record_refusal else 1
 
 
+def cmd_calibrate(args) -> int:
+    from knee.analyze import calibration
+
+    doc = jsonio.write(args.out, "calibration", calibration.calibrate(args.results))
+    for f in doc["figures"]:
+        out = f["left_out"]
+        print(f"{f['rule']}: slope {f['slope']:+.3f} (r2 {f['r2']}), between-boot CV "
+              f"{out['unadjusted_cv_pct']:.2f}% -> {out['adjusted_cv_pct']:.2f}% adjusted "
+              f"(each boot left out; {f['boots']} boots)", file=sys.stderr)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_design(args) -> int:
+    from knee.analyze import design
+    from knee.plan import config
+
+    if not 0 < args.mde < 100:
+        raise KneeError(f"--mde: {args.mde}: a target MDE is a percentage above 0 and under 100")
+    document = jsonio.read(args.calibration, "calibration")
+    out = design.plan_protocol(document, config.load(args.config), args.mde)
+    print(design.report(out))
+    if args.out and out["adjusted"]:
+        jsonio.atomic_write_text(args.out, design.protocol_block(out["adjusted"]))
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0 if out["adjusted"] else 1
+
+
 def cmd_campaign(args) -> int:
     from knee.publish import campaign
 

@@ -121,6 +121,22 @@ COMMANDS = {
                       "help": "read only these files of the folder (the rule's declared "
                               "inputs: raw files, window metrics, realized protocol); "
                               "default: the folder's own"})]),
+    "calibrate": ("from A/A folders: per bar figure, its slope on the host CPUs' speed, the "
+                  "noise left with and without it, and a session's costs (bar.adjust names "
+                  "the file)",
+                  "knee calibrate results/calib-h200-35b --out config/calibration/h200-35b.json",
+                  [("results", {"type": Path, "nargs": "+",
+                                "help": "A/A results folders of one model, engine and host"}),
+                   OUT]),
+    "design": ("the protocol planner: per bar rule of a config, the pairs and sweep runs that "
+               "reach a target MDE in the least GPU time, from a calibration",
+               "knee design --calibration config/calibration/h200-35b.json "
+               "--config config/ksched-h200-35b.yaml --mde 1.5", [
+        ("--calibration", {"type": Path, "required": True, "help": "a knee calibrate file"}),
+        ("--config", {"type": Path, "required": True, "help": "the experiment file"}),
+        ("--mde", {"type": float, "required": True,
+                   "help": "the target MDE of every rule, in percent"}),
+        ("--out", {"type": Path, "help": "also write the protocol block to paste (YAML)"})]),
     "campaign": ("one page over the experiments of one invocation: which k won where",
                  "knee campaign --out results/campaign-a-b/README.md results/a results/b", [
         OUT, ("results", {"type": Path, "nargs": "+", "help": "the experiments' folders"})]),

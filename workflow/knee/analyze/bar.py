@@ -7,7 +7,8 @@ convention) but has no verdict.
 
 from __future__ import annotations
 
-from knee.analyze import inference
+from knee.analyze import covariate, inference
+from knee.plan import adjust as registered
 from knee.plan import stopping
 
 
@@ -25,7 +26,8 @@ def rule_words(rule: dict) -> str:
     return f"interval above {rule['min_gain_pct']:+}%"
 
 
-def judge_rule(rows: list[dict], pairs: int, rule: dict, alpha: float) -> dict:
+def judge_rule(rows: list[dict], pairs: int, rule: dict, alpha: float,
+               adjust: dict | None = None, comparison: dict | None = None) -> dict:
     out = {"rule": rule["name"], "instrument": rule["instrument"], "point": rule["point"],
            "metric": rule["metric"], "test": rule_words(rule)}
     found = [find(rows, p, rule) for p in range(1, pairs + 1)]
@@ -35,20 +37,56 @@ def judge_rule(rows: list[dict], pairs: int, rule: dict, alpha: float) -> dict:
                             if r is None or r["delta_pct"] is None)}
     per_pair = [{"pair": p, "control": r["control"], "candidate": r["candidate"],
                  "delta_pct": r["delta_pct"]} for p, r in enumerate(found, 1)]
-    eff = inference.effect([inference.log_ratio(r["control"], r["candidate"]) for r in found])
+    effects = [inference.log_ratio(r["control"], r["candidate"]) for r in found]
+    eff = inference.effect(effects)
     if eff is None or eff.n < pairs:
         return {**out, "verdict": "INVALID", "per_pair": per_pair,
                 "reason": "a pair has no positive figure for this rule"}
     level = 1 - 2 * alpha
+    if adjust is not None:
+        adjustment, eff_adj = adjusted_effect(comparison or {}, rule, pairs, effects, adjust,
+                                              level)
+        out["adjustment"] = adjustment
+        if eff_adj is not None:
+            out["unadjusted"] = judged(rule, eff, alpha, level)
+            eff = eff_adj
+    return {**out, **judged(rule, eff, alpha, level), "per_pair": per_pair}
+
+
+def judged(rule: dict, eff: inference.Effect, alpha: float, level: float) -> dict:
+    """A rule's verdict on an effect over pairs, with its interval, MDE and pairs needed."""
     bounds = eff.bounds(level)
-    verdict = inference.decide(rule, bounds)
-    return {**out, "verdict": verdict, "estimate": inference.to_pct(eff.mean),
+    return {"verdict": inference.decide(rule, bounds), "estimate": inference.to_pct(eff.mean),
             "interval": eff.interval_pct(level), "interval_level": inference.PAIRS,
             "confidence": level, "pairs": eff.n,
             "pairs_needed": inference.pairs_needed(rule, eff, alpha),
-            "mde_pct": inference.mde_pct(eff, alpha), "per_pair": per_pair,
+            "mde_pct": inference.mde_pct(eff, alpha),
             **({} if bounds else {"reason": "one boot pair: no interval over boots, so no "
                                             "verdict; run at least two pairs"})}
+
+
+def adjusted_effect(comparison: dict, rule: dict, pairs: int, effects: list[float],
+                    adjust: dict, level: float) -> tuple[dict, inference.Effect | None]:
+    """The registered covariate adjustment of one rule (knee.analyze.covariate): what it did,
+    and the adjusted effect over pairs (None where it is withheld, and the reason why)."""
+    slope = adjust["slopes"][rule["name"]]
+    ratios = covariate.speed_ratios(comparison, rule, pairs)
+    out = {"covariate": covariate.COVARIATE, "slope": slope,
+           "tolerance_pct": adjust["tolerance_pct"]}
+    if any(x is None for x in ratios):
+        missing = [str(p) for p, x in enumerate(ratios, 1) if x is None]
+        return {**out, "applied": False, "reason": "no host speed was sampled for this figure "
+                f"in pair {', '.join(missing)}: judged as measured"}, None
+    check = covariate.balance(ratios, level)
+    out["balance"] = check
+    if covariate.moved(check, adjust["tolerance_pct"]):
+        return {**out, "applied": False, "reason": (
+            f"the arms' host speed differed by {check['estimate_pct']:+.2f}% "
+            f"[{check['interval'][0]:+.2f}, {check['interval'][1]:+.2f}], beyond the "
+            f"registered tolerance of {adjust['tolerance_pct']}%: an arm may have moved the "
+            "covariate, so the adjustment is withheld and the rule judged as measured")}, None
+    eff = inference.effect(covariate.adjusted(effects, ratios, slope))
+    return {**out, "applied": True}, eff
 
 
 def overall(verdicts: list[str]) -> str:
@@ -60,7 +98,7 @@ def overall(verdicts: list[str]) -> str:
 
 
 def judge(comparison: dict, bar: dict, pairs: int, bar_sha256: str,
-          measured_bar_sha256: set[str], looks: int = 1) -> dict:
+          measured_bar_sha256: set[str], looks: int = 1, adjust: dict | None = None) -> dict:
     """The bar over `pairs` pairs; with `looks` > 1 (stopping by precision) every rule decides
     at the alpha knee.plan.stopping spends on each look."""
     changed = any(h != bar_sha256 for h in measured_bar_sha256)
@@ -71,7 +109,8 @@ def judge(comparison: dict, bar: dict, pairs: int, bar_sha256: str,
     if comparison["verdict"] != "VALID":
         return {**base, "verdict": "INVALID", "rules": [],
                 "reason": "the comparison failed validation: no delta is judged"}
-    rules = [judge_rule(comparison["rows"], pairs, r, alpha) for r in bar["rules"]]
+    rules = [judge_rule(comparison["rows"], pairs, r, alpha, adjust, comparison)
+             for r in bar["rules"]]
     verdict = overall([r["verdict"] for r in rules])
     if (found := confounds(comparison, bar)) and verdict != "INVALID":
         return {**base, "verdict": "CONFOUNDED", "rules": rules, "confounds": found,
@@ -94,4 +133,14 @@ def judge_plan(plan: dict, comparison: dict, boots: list[dict]) -> dict:
     pairs = len({b["pair"] for b in boots})
     return judge(comparison, plan["bar"], pairs, plan["bar_sha256"],
                  {b["bar_sha256"] for b in boots},
-                 looks=stopping.looks(plan["protocol"]["pairs"]))
+                 looks=stopping.looks(plan["protocol"]["pairs"]), adjust=registered_adjust(plan))
+
+
+def registered_adjust(plan: dict) -> dict | None:
+    """The covariate adjustment the plan registers (bar.adjust, the slopes of its embedded
+    calibration per rule), or None."""
+    adjust = (plan.get("bar") or {}).get("adjust")
+    if not adjust:
+        return None
+    return {"tolerance_pct": adjust["tolerance_pct"],
+            "slopes": registered.slopes(plan["calibration"]["document"], plan["bar"]["rules"])}

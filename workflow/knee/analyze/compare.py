@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 
 from knee import instruments
-from knee.analyze import inference, noise, resolved, sampling
+from knee.analyze import covariate, inference, noise, resolved, sampling
 from knee.analyze.stats import decode_rate, mean, pct, point_summary
 from knee.plan.arms import differences, in_variable, shown_variable
 
@@ -317,6 +317,7 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
             "host_flags": host_flags(sessions),
             **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {}),
             **({"gpu": clocks} if (clocks := gpu_clocks(plan, sessions)) else {}),
+            **(covariate.section(plan, sessions) if not bad else {}),
             **engine_side(plan, sessions), **sampling_withheld(plan, sessions)}
     sections = derived(sessions, valid=not bad)
     if clash := sorted(set(sections) & (set(head) | set(tail) | {"schema", "schema_version"})):

@@ -63,6 +63,18 @@ def summary(samples: list[tuple[float, str, float]], t0: float, t1: float) -> di
     return out
 
 
+def series(samples: list[tuple[float, str, float]], t0: float, t1: float) -> dict:
+    """The samples taken over [t0, t1], compact: each sampling round's time in milliseconds
+    after t0, and per CPU its speeds in that order (None where a round did not sample it)."""
+    rounds = sorted({t for t, _, _ in samples if t0 <= t <= t1})
+    index = {t: i for i, t in enumerate(rounds)}
+    speeds: dict[str, list[float | None]] = {}
+    for t, cpu, speed in samples:
+        if t in index:
+            speeds.setdefault(cpu, [None] * len(rounds))[index[t]] = speed
+    return {"t_ms": [round(1000 * (t - t0)) for t in rounds], "speed": dict(sorted(speeds.items()))}
+
+
 def parse(text: str) -> list[tuple[float, str, float]]:
     out = []
     for line in text.splitlines():
@@ -117,6 +129,9 @@ class Sampler(ChildSampler):
 
     def during(self, t0: float, t1: float) -> dict:
         return summary(self.samples, t0, t1)
+
+    def series(self, t0: float, t1: float) -> dict:
+        return series(self.samples, t0, t1)
 
 
 def _die_with_parent() -> None:

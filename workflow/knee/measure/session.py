@@ -39,7 +39,7 @@ from knee.measure import (
 from knee.measure.runtime import docker, endpoint, external, process
 from knee.measure.runtime.process import Engine, split_cpus
 from knee.measure.runtime.target import Target
-from knee.plan import arms, engineflags, places, runtimes, secrets
+from knee.plan import adjust, arms, engineflags, places, runtimes, secrets
 
 
 def _raise_on_signal(signum, _frame):
@@ -104,6 +104,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         engine_facts = engine_facts[s.info["arm"]]
         arm_key, expected, snap_before = None, None, None
     else:
+        check_calibrated(s.plan, engine_facts)
         arm_key, expected, snap_before = expect_cache(s, model, engine_facts)
     prepare_folders(s)
     engine_cpus, client_cpus = split_cpus(s.rt.get("engine_cpus"))
@@ -274,6 +275,19 @@ def preflight(plan: dict, arm_name: str) -> None:
         places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
 
 
+def check_calibrated(plan: dict, engine_facts: dict) -> None:
+    """Before anything boots: an adjusted bar's calibration holds for this engine and host
+    (knee.plan.adjust), or nothing is measured."""
+    if not plan.get("calibration"):
+        return
+    hw, ids = receipts.hardware(), gpu.ids(plan["runtime"])
+    names = sorted({g["name"] for g in gpu.facts(gpu.nvml(), ids)}) if ids else []
+    engine = (engine_facts.get("packages") or {}).get("vllm")
+    adjust.plan_facts(plan["calibration"], {
+        "engine": f"vllm {engine}", "gpu": ", ".join(names) or "none",
+        "cpu_model": hw["cpu_model"], "cpus": hw["cpus"]}, "plan.json: bar.adjust.calibration")
+
+
 def check_flags(s: Session, engine_facts: dict) -> None:
     """Before anything boots: the arm's flags are the engine's own options, in full."""
     options = engine_facts.get("options")
@@ -314,8 +328,11 @@ def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: d
         ended = time.monotonic()
         host_after, group_after = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
     took = ended - started
+    for point, span in target.spans:  # each run's own span: the covariate of its figures
+        point["cpu_speed"] = speed.during(*span)
     host = {**hostfacts.window(host_before, host_after, client_cpus),
             "cpu_speed_during": speed.during(started, ended),
+            "cpu_speed_series": speed.series(started, ended),
             "engine_processes": hostfacts.group_window(group_before, group_after, took),
             **({"gpu_during": clocks.during(started, ended)} if gpus else {})}
     after = endpoint.scrape(engine.metrics_url)

@@ -13,7 +13,7 @@ from knee import instruments
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
-from knee.plan import configfile, models, places, runtimes, secrets, stopping
+from knee.plan import adjust, configfile, models, places, runtimes, secrets, stopping
 from knee.plan.arms import (
     ARMS,
     check_one_variable,
@@ -216,7 +216,8 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
         raise KneeError(f"{config_path}: protocol.pairs: min {lo} is more than max {hi}")
     prediction = prediction_ref(config["prediction"], config_path) \
         if "prediction" in config else None
-    return plan_of(config, config_path, prediction)
+    calibration = adjust.calibration_ref(config, model_ref(config), config_path)
+    return plan_of(config, config_path, prediction, calibration)
 
 
 def check_no_credential(config: dict, source: str) -> None:
@@ -231,10 +232,12 @@ def check_no_credential(config: dict, source: str) -> None:
                         "environment")
 
 
-def plan_of(config: dict, config_path: str, prediction: dict | None = None) -> dict:
+def plan_of(config: dict, config_path: str, prediction: dict | None = None,
+            calibration: dict | None = None) -> dict:
     """The plan of a checked config (no check, nothing read: the audit re-makes a folder's
     plan from its copy of the config with it); `prediction` is the registered reference of a
-    verification run's recommendation."""
+    verification run's recommendation, `calibration` the one bar.adjust names
+    (knee.plan.adjust)."""
     protocol = config["protocol"]
     planned = sessions(pair_orders(stopping.bounds(protocol["pairs"])[1], protocol["order"],
                                    protocol["seed"]))
@@ -255,6 +258,8 @@ def plan_of(config: dict, config_path: str, prediction: dict | None = None) -> d
     }
     if prediction is not None:
         plan["prediction"] = prediction
+    if calibration is not None:
+        plan["calibration"] = calibration
     plan["bar_sha256"] = registered_bar_sha256(plan)
     if isinstance(protocol["pairs"], dict):
         plan["protocol"]["stopping"] = stopping.RULE
@@ -262,9 +267,9 @@ def plan_of(config: dict, config_path: str, prediction: dict | None = None) -> d
 
 
 def registered_bar_sha256(plan: dict) -> str:
-    """The bar's sha256 as registered in a plan, recomputed from the plan's own content."""
-    bar = {**plan["bar"], "prediction": plan["prediction"]} if "prediction" in plan \
-        else plan["bar"]
+    """The bar's sha256 as registered in a plan, recomputed from the plan's own content (with
+    a verification run's prediction and an adjusted bar's calibration)."""
+    bar = {**plan["bar"], **{k: plan[k] for k in ("prediction", "calibration") if k in plan}}
     return bar_sha256(bar, plan["protocol"]["sessions"], plan["protocol"]["pairs"])
 
 

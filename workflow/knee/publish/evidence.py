@@ -54,7 +54,10 @@ def remade_plan(root: Path, plan: dict) -> dict | None:
         kept = Path(root) / layout.PREDICTION
         prediction = {"file": cfg["prediction"],
                       "sha256": jsonio.sha256_file(kept) if kept.is_file() else None}
-    return config.plan_of(config.validate(cfg, str(copy_)), plan["config_file"], prediction)
+    # the calibration an adjusted bar registers is embedded in the plan, under the bar's
+    # sha256 that every boot receipt records (the registration check compares them)
+    return config.plan_of(config.validate(cfg, str(copy_)), plan["config_file"], prediction,
+                          plan.get("calibration") if cfg["bar"].get("adjust") else None)
 
 
 def registration(root: Path, plan: dict, boots: dict[str, dict]) -> Checked:

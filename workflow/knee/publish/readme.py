@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from knee import instruments
-from knee.analyze import compare, folder, inference, recommend_parts
+from knee.analyze import compare, covariate, design, folder, inference, recommend_parts
 from knee.core import layout
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
@@ -278,4 +278,5 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         figures=[f for f in instruments.figures() if f.listed],
         level=level,
         shared_key=shared_key(caches or {}), recommendation=recommendation,
-        predicted=predicted(plan, comparison, prediction) if prediction else None)
+        predicted=predicted(plan, comparison, prediction) if prediction else None,
+        adjusted=design.realized(plan, bar), speed_method=covariate.SPEED_OF_FIGURE)

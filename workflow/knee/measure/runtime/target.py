@@ -7,7 +7,8 @@ imports the client or a runtime, and a new instrument is one module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 from knee.analyze import prom
 from knee.core import prompts
@@ -26,6 +27,10 @@ class Target:
     sid: str = ""  # the session, named in the progress lines
     sampling: dict | None = None  # instruments.sampling (absent: greedy)
     stop_at_eos: bool = False  # instruments.stop_at_eos
+    # each recorded point with the monotonic span of the closed loop it recorded (the session
+    # adds the host's speed over that span to the point)
+    spans: list = field(default_factory=list)
+    _last: tuple[float, float] | None = None
 
     def sampling_params(self, output_tokens: int) -> dict:
         """The sampling of every request this window sends (knee.core.prompts.sampling_params)."""
@@ -38,10 +43,13 @@ class Target:
         progress bar on an interactive terminal."""
         done: list = []
         label = f"{self.sid} {'warm-up' if warmup else f'c={concurrency}'}".strip()
+        started = time.monotonic()
         with progress.Bar(label, len(prompt_set), done):
-            return client.run(self.engine.base_url, self.model["name"], prompt_set, sampling,
-                              concurrency, self.timeout_s, warmup=warmup, api=self.api,
-                              done=done)
+            result = client.run(self.engine.base_url, self.model["name"], prompt_set, sampling,
+                                concurrency, self.timeout_s, warmup=warmup, api=self.api,
+                                done=done)
+        self._last = (started, time.monotonic())
+        return result
 
     def tokenizer(self):
         """text -> token ids by the served model's own tokenizer."""
@@ -70,4 +78,6 @@ class Target:
             model=self.model, seed=self.seed, api=self.api, chunk_clock=client.CHUNK_CLOCK,
             **fields)
         progress.say(progress.point_line(self.sid, record))
+        if self._last:
+            self.spans.append((record, self._last))
         return record

@@ -1,0 +1,247 @@
+"""A calibration: how each bar figure follows the host's speed, measured on A/A folders.
+
+`knee calibrate results/AA ...` reads one or more A/A folders (any folder serves: each arm's
+boots are a group of identical servers) and writes, per bar figure, the slope of the log figure
+on the log host speed (knee.analyze.covariate: the figure's own span), the between-boot noise
+before and after the adjustment, in sample and leaving each boot out (the slope and the group's
+mean re-estimated without it: what a registered slope does to a boot it never saw), the
+run-to-run and between-boot components the protocol planner needs, the costs of a session, and
+the facts the calibration holds for (model, engine, GPU and CPUs). A config registers one with
+bar.adjust; one made on another model, engine or host is refused, naming the fact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+
+from knee import instruments
+from knee.analyze import compare, covariate
+from knee.analyze.folder import load_receipts, load_sessions
+from knee.analyze.stats import mean, point_summary
+from knee.core import jsonio, layout
+from knee.core.errors import KneeError
+from knee.plan.adjust import differing, key
+
+
+def boot_facts(boot: dict) -> dict:
+    """What a calibration holds for (knee.plan.adjust.FACTS), as a boot receipt states it."""
+    hw = boot.get("hardware") or {}
+    return {"model": (boot.get("model") or {}).get("name"),
+            "engine": f"vllm {((boot.get('engine') or {}).get('packages') or {}).get('vllm')}",
+            "gpu": ", ".join(sorted({g.get("name", "?") for g in hw.get("nvml") or []}))
+            or "none",
+            "cpu_model": hw.get("cpu_model"), "cpus": hw.get("cpus")}
+
+
+def _centred(groups: list[list[tuple[float, float]]]) -> list[tuple[float, float]]:
+    out = []
+    for g in groups:
+        mx, my = mean([x for x, _ in g]), mean([y for _, y in g])
+        out += [(x - mx, y - my) for x, y in g]
+    return out
+
+
+def _slope(groups: list[list[tuple[float, float]]]) -> float:
+    c = _centred(groups)
+    sxx = sum(x * x for x, _ in c)
+    return sum(x * y for x, y in c) / sxx if sxx > 0 else 0.0
+
+
+def _left_out(groups: list[list[tuple[float, float]]], slope_of) -> list[float]:
+    """Each boot's error predicted from the others (its group's mean and a slope re-estimated
+    without it), scaled by (n-1)/n to a boot's own variance."""
+    errors = []
+    for gi, g in enumerate(groups):
+        for i, (x, y) in enumerate(g):
+            rest = g[:i] + g[i + 1:]
+            others = [h for hi, h in enumerate(groups) if hi != gi] + [rest]
+            b = slope_of(others)
+            pred = mean([v for _, v in rest]) + b * (x - mean([u for u, _ in rest]))
+            errors.append((y - pred) ** 2 * (len(g) - 1) / len(g))
+    return errors
+
+
+def fit(groups: list[list[tuple[float, float]]]) -> dict:
+    """Slope of y on x within groups of boots (logs), and the noise left with and without it."""
+    groups = [g for g in groups if len(g) >= 2]
+    n, k = sum(map(len, groups)), len(groups)
+    if n - k < 2:
+        raise KneeError(f"a calibration needs at least two more boots than groups (each arm of "
+                        f"a folder is one group of identical servers): {n} boots in {k} groups")
+    b = _slope(groups)
+    c = _centred(groups)
+    ss0, ss1 = sum(y * y for _, y in c), sum((y - b * x) ** 2 for x, y in c)
+    sxx = sum(x * x for x, _ in c)
+    lobo0 = mean(_left_out(groups, lambda gs: 0.0))
+    lobo1 = mean(_left_out(groups, _slope))
+    return {"boots": n, "groups": k, "slope": round(b, 4),
+            "slope_se": round(math.sqrt(ss1 / (n - k - 1) / sxx), 4) if sxx > 0 else None,
+            "r2": round(1 - ss1 / ss0, 3) if ss0 > 0 else None,
+            "unadjusted_cv_pct": _pct(math.sqrt(ss0 / (n - k))),
+            "adjusted_cv_pct": _pct(math.sqrt(ss1 / (n - k - 1))),
+            "left_out": {"unadjusted_cv_pct": _pct(math.sqrt(lobo0)),
+                         "adjusted_cv_pct": _pct(math.sqrt(lobo1)),
+                         "variance_ratio": round(lobo1 / lobo0, 3) if lobo0 > 0 else None}}
+
+
+def _pct(sd: float) -> float:
+    return round(100 * sd, 3)
+
+
+def run_components(groups: list[list[list[float]]], cv_boot_pct: float) -> dict | None:
+    """Run-to-run (within a boot) and pure between-boot SD of a figure measured over R runs a
+    boot: in each group the boot and the run means removed (a run's prompt set is the same in
+    every boot of it), and the between-boot part what is left of a boot's out-of-sample noise."""
+    ss, df, runs = 0.0, 0, None
+    for boots in groups:
+        r = len(boots[0]) if boots else 0
+        if len(boots) < 2 or r < 2 or any(len(b) != r for b in boots) or runs not in (None, r):
+            continue
+        runs = r
+        grand = mean([y for b in boots for y in b])
+        run_means = [mean([b[j] for b in boots]) for j in range(r)]
+        ss += sum((y - mean(b) - run_means[j] + grand) ** 2
+                  for b in boots for j, y in enumerate(b))
+        df += (len(boots) - 1) * (r - 1)
+    if not df:
+        return None
+    within = ss / df
+    between = max(0.0, (cv_boot_pct / 100) ** 2 - within / runs)
+    return {"runs": runs, "within_cv_pct": _pct(math.sqrt(within)),
+            "between_cv_pct": _pct(math.sqrt(between))}
+
+
+def _log(x: float | None) -> float | None:
+    return math.log(x) if x and x > 0 else None
+
+
+def boot_figure(raw: dict, rule: dict, cpus: list[str], slope: float = 0.0) -> dict | None:
+    """One boot's (log speed, log figure) for a rule's figure, and each run's log figure less
+    `slope` times its log speed (the window's where runs did not record their own)."""
+    figure = compare.arm_figures(raw).get(rule["point"], {}).get(rule["metric"])
+    speed, over = covariate.figure_speed(raw, rule["point"], cpus)
+    if _log(figure) is None or _log(speed) is None:
+        return None
+    window = covariate.summary_speed((raw.get("host") or {}).get("cpu_speed_during"), cpus)
+    runs = []
+    for p in raw["points"]:
+        if str(p["point"]) == str(rule["point"]):
+            y = _log(point_summary(p)[rule["metric"]])
+            x = _log(covariate.summary_speed(p.get("cpu_speed"), cpus) or window)
+            runs.append(None if y is None or x is None else y - slope * x)
+    return {"x": _log(speed), "y": _log(figure), "over": over,
+            "runs": runs if None not in runs else []}
+
+
+def folder_boots(root: Path) -> list[dict]:
+    """Every session of a results folder: its group (the folder and the arm's server), its
+    facts, its sessions' raw files and its costs."""
+    plan = jsonio.read(Path(root) / layout.PLAN, "plan")
+    stops = load_receipts(plan, root, "stop")
+    out = []
+    for (pair, arm), s in sorted(load_sessions(plan, root).items()):
+        boot, stop = s["boot"], stops.get(f"{pair}-{arm}")
+        out.append({"folder": plan["name"], "plan": plan,
+                    "group": (plan["name"], json.dumps(boot["server"], sort_keys=True)),
+                    "facts": boot_facts(boot), "raw": s["raw"], "cost": cost(boot, stop, s)})
+    return out
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
+
+
+def cost(boot: dict, stop: dict | None, session: dict) -> dict:
+    """What one session took: its boot (and whether the compile cache was warm), its wall time
+    from boot to stop, and each sweep run's wall time by point."""
+    cache = boot.get("compile_cache") or {}
+    runs: dict[str, list[float]] = {}
+    for p in (session["raw"].get(instruments.role(instruments.LOAD)) or {}).get("points", []):
+        runs.setdefault(str(p["point"]), []).append(p["wall_s"])
+    return {"boot_s": boot.get("boot_seconds"), "warm": bool(cache.get("existed"))
+            and not cache.get("new_keys"),
+            "session_s": _seconds(stop["stopped_at"]) - _seconds(boot["started_at"])
+            if stop and stop.get("stopped_at") else None, "runs": runs}
+
+
+def same_facts(boots: list[dict]) -> dict:
+    """The facts every boot shares; boots of another model, engine or host are refused."""
+    first = boots[0]
+    for b in boots[1:]:
+        if bad := differing(first["facts"], b["facts"]):
+            raise KneeError(f"{first['folder']} and {b['folder']} were not measured on the same "
+                            f"model, engine and host ({'; '.join(bad)}): one calibration "
+                            "holds for one of each")
+    return first["facts"]
+
+
+def figure(rule: dict, boots: list[dict]) -> dict | None:
+    """One bar figure's slope and noise over the boots that measured it (None: too few)."""
+    groups: dict[tuple, list] = {}
+    for b in boots:
+        if rule["instrument"] in b["raw"]:
+            got = boot_figure(b["raw"][rule["instrument"]], rule, covariate.cpu_names(b["plan"]))
+            if got:
+                groups.setdefault(b["group"], []).append((b, got))
+    pairs = [[(g["x"], g["y"]) for _, g in members] for members in groups.values()]
+    if sum(len(p) >= 2 for p in pairs) == 0 or sum(map(len, pairs)) - len(pairs) < 2:
+        return None
+    fitted = fit(pairs)
+    runs = [[boot_figure(b["raw"][rule["instrument"]], rule, covariate.cpu_names(b["plan"]),
+                         fitted["slope"])["runs"] for b, _ in members]
+            for members in groups.values()]
+    components = run_components([[r for r in g if r] for g in runs],
+                                fitted["left_out"]["adjusted_cv_pct"])
+    return {"instrument": rule["instrument"], "metric": rule["metric"],
+            "point": str(rule["point"]), "rule": rule["name"], **fitted,
+            "speed_over": sorted({g["over"] for m in groups.values() for _, g in m}),
+            **({"runs": components} if components else {})}
+
+
+def costs(boots: list[dict]) -> dict:
+    """A session's costs in the first folder: boots with a warm and a cold compile cache, the
+    wall time of a session, of one sweep run by point, and the rest (fixed) of a session."""
+    warm = [b["cost"] for b in boots if b["cost"]["warm"]] or [b["cost"] for b in boots]
+    cold = [b["cost"]["boot_s"] for b in boots if not b["cost"]["warm"]]
+    session = mean([c["session_s"] for c in warm if c["session_s"]])
+    points = sorted({p for b in boots for p in b["cost"]["runs"]}, key=_point_order)
+    run_s = {p: round(mean([w for b in boots for w in b["cost"]["runs"].get(p, [])]), 2)
+             for p in points}
+    runs = {p: len(boots[0]["cost"]["runs"].get(p, [])) for p in points}
+    sweep = boots[0]["plan"]["instruments"].get(instruments.role(instruments.LOAD)) or {}
+    return {"boot_s": round(mean([c["boot_s"] for c in warm]), 1),
+            "cold_boot_s": round(mean(cold), 1) if cold else None,
+            "session_s": round(session, 1) if session else None,
+            "run_s": run_s, "runs": runs,
+            "requests_per_stream": sweep.get("requests_per_stream"),
+            "fixed_s": round(session - sum(runs[p] * run_s[p] for p in points), 1)
+            if session else None}
+
+
+def _point_order(point: str) -> tuple:
+    return (0, int(point), "") if point.isdigit() else (1, 0, point)
+
+
+def calibrate(roots: list[Path]) -> dict:
+    """The calibration of the bar figures of these folders (their bars' rules, once each)."""
+    boots = [b for root in roots for b in folder_boots(root)]
+    if not boots:
+        raise KneeError("no measured session in " + ", ".join(map(str, roots)))
+    facts = same_facts(boots)
+    rules = {}
+    for b in boots:
+        for rule in b["plan"]["bar"]["rules"]:
+            rules.setdefault(key(rule), rule)
+    figures = [f for rule in rules.values() if (f := figure(rule, boots))]
+    if not figures:
+        raise KneeError("no bar figure of these folders has enough boots with a host speed "
+                        "sampled in its window to calibrate")
+    first = [b for b in boots if b["folder"] == boots[0]["folder"]]
+    return {"covariate": covariate.COVARIATE, "method": covariate.SPEED_OF_FIGURE,
+            "facts": facts,
+            "folders": [{"name": n, "boots": sum(b["folder"] == n for b in boots)}
+                        for n in dict.fromkeys(b["folder"] for b in boots)],
+            "figures": figures, "costs": costs(first)}

@@ -1,0 +1,110 @@
+"""The host speed a bar figure was measured at, and a rule's effect adjusted for it (pure).
+
+knee.measure.hostspeed samples how fast each CPU runs. A figure's speed is taken over the
+figure's own span: the mean over the engine's CPUs (every sampled CPU where the engine is not
+pinned) of each CPU's median, per run of the point where the runs recorded it (the geometric
+mean over the runs, as the figure is the mean over them), else over the whole window (folders
+measured before runs recorded it, and a figure pooled over the window's points).
+
+The adjustment is the one registered with the bar (bar.adjust, its slopes from a calibration
+A/A, knee.analyze.calibration): each pair's effect is log(candidate / control) minus the slope
+times log(candidate speed / control speed), judged by the same t interval over pairs. A slope
+fitted on the experiment's own pairs with that interval is not calibrated; only a registered
+one is used. Beside every adjusted rule: the balance check (the arms' mean log speed difference
+with its interval); where it shows an arm moved the speed beyond the registered tolerance, the
+adjustment is withheld and the rule judged as measured.
+"""
+
+from __future__ import annotations
+
+import math
+
+from knee.analyze import inference
+from knee.analyze.stats import mean
+
+COVARIATE = "host_speed"
+SPEED_OF_FIGURE = ("the mean over the engine CPUs (every sampled CPU where the engine is not "
+                   "pinned) of each CPU's median sampled speed, over each run of the figure's "
+                   "point (geometric mean over runs), else over the window")
+
+
+def cpu_names(plan: dict) -> list[str]:
+    """The CPUs whose speed counts: the engine's, where the plan pins it (else all sampled)."""
+    return [f"cpu{c}" for c in (plan.get("runtime") or {}).get("engine_cpus") or []]
+
+
+def summary_speed(summary: dict | None, cpus: list[str]) -> float | None:
+    """The mean over `cpus` (all in the summary where empty) of each CPU's median speed."""
+    summary = summary or {}
+    values = [s["median"] for c, s in summary.items() if (c in cpus or not cpus)
+              and isinstance(s, dict) and (s.get("median") or 0) > 0]
+    return mean(values) if values else None
+
+
+def figure_speed(raw: dict, point, cpus: list[str]) -> tuple[float | None, str]:
+    """(speed, over what) for one figure of a window: 'runs' or 'window'."""
+    if str(point) != "all":
+        runs = [summary_speed(p.get("cpu_speed"), cpus) for p in raw["points"]
+                if str(p["point"]) == str(point)]
+        if runs and all(r for r in runs):
+            return math.exp(mean([math.log(r) for r in runs])), "runs"
+    return summary_speed((raw.get("host") or {}).get("cpu_speed_during"), cpus), "window"
+
+
+def pair_rows(plan: dict, sessions: dict, pairs: int) -> list[dict]:
+    """Per bar rule and pair: each arm's speed for the rule's figure (the comparison's
+    covariate section, which the bar reads)."""
+    cpus, out = cpu_names(plan), []
+    for rule in plan["bar"]["rules"]:
+        for pair in range(1, pairs + 1):
+            got = {arm: figure_speed(sessions[(pair, arm)]["raw"][rule["instrument"]],
+                                     rule["point"], cpus)
+                   for arm in ("control", "candidate")}
+            out.append({"rule": rule["name"], "pair": pair,
+                        "control": _round(got["control"][0]),
+                        "candidate": _round(got["candidate"][0]),
+                        "over": sorted({over for _, over in got.values()})[-1]})
+    return out
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def section(plan: dict, sessions: dict) -> dict:
+    """The comparison's covariate section where the bar registers an adjustment, else none."""
+    if not (plan.get("bar") or {}).get("adjust"):
+        return {}
+    pairs = max(pair for pair, _ in sessions)
+    return {"covariate": {"name": COVARIATE, "method": SPEED_OF_FIGURE,
+                          "cpus": cpu_names(plan) or "all sampled",
+                          "rows": pair_rows(plan, sessions, pairs)}}
+
+
+def speed_ratios(comparison: dict, rule: dict, pairs: int) -> list[float | None]:
+    """log(candidate speed / control speed) of the rule's figure in each pair."""
+    rows = {r["pair"]: r for r in (comparison.get("covariate") or {}).get("rows", [])
+            if r["rule"] == rule["name"]}
+    return [inference.log_ratio(rows[p]["control"], rows[p]["candidate"]) if p in rows else None
+            for p in range(1, pairs + 1)]
+
+
+def balance(ratios: list[float], confidence: float) -> dict:
+    """The arms' mean log speed difference over the pairs, in percent, with its interval."""
+    eff = inference.effect(ratios)
+    interval = eff.interval_pct(confidence) if eff else None
+    return {"estimate_pct": round(inference.to_pct(eff.mean), 3) if eff else None,
+            "interval": [round(v, 3) for v in interval] if interval else None}
+
+
+def moved(check: dict, tolerance_pct: float) -> bool:
+    """The balance check shows an arm moved the speed: its interval excludes zero and its
+    estimate is beyond the tolerance."""
+    lo_hi = check["interval"]
+    return bool(lo_hi) and (lo_hi[0] > 0 or lo_hi[1] < 0) \
+        and abs(check["estimate_pct"]) > tolerance_pct
+
+
+def adjusted(effects: list[float], ratios: list[float], slope: float) -> list[float]:
+    """Each pair's effect less the registered slope times its log speed ratio."""
+    return [e - slope * x for e, x in zip(effects, ratios, strict=True)]

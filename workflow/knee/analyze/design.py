@@ -1,0 +1,155 @@
+"""The protocol planner: the fewest GPU minutes that resolve every bar rule to a target MDE.
+
+From a calibration (knee.analyze.calibration): a boot's noise in each bar figure once the
+registered slope has taken the host speed out (each boot left out of the fit that predicts it:
+out of sample), split where the figure is a mean over sweep runs into a run-to-run and a
+between-boot part; and what a session costs (a fixed part, and each sweep run by point). A pair
+differs by two boots, so a rule's MDE at n pairs and r runs a point is knee's own
+(knee.analyze.inference.mde_pct) with a pair SD of sqrt(2 (between^2 + within^2 / r)).
+Requests per stream stay the calibration's: no other length was measured, so none is
+extrapolated to.
+"""
+
+from __future__ import annotations
+
+import math
+
+from knee import instruments
+from knee.analyze import inference
+from knee.core.errors import KneeError
+from knee.plan.adjust import key
+
+MAX_PAIRS = 40
+MAX_RUNS = 6
+
+
+def figure_of(document: dict, rule: dict) -> dict:
+    for f in document["figures"]:
+        if (f["instrument"], f["metric"], f["point"]) == key(rule):
+            return f
+    raise KneeError(f"the calibration has no figure for bar rule {rule['name']!r} "
+                    f"({'/'.join(key(rule))})")
+
+
+def pair_sd(figure: dict, runs: int, adjusted: bool = True) -> float:
+    """The log SD of one pair's difference in this figure at `runs` sweep runs a point."""
+    cv = figure["left_out"]["adjusted_cv_pct" if adjusted else "unadjusted_cv_pct"] / 100
+    parts = figure.get("runs")
+    if parts:
+        within = parts["within_cv_pct"] / 100
+        cv2 = max(0.0, cv ** 2 - within ** 2 / parts["runs"]) + within ** 2 / runs
+    else:
+        cv2 = cv ** 2
+    return math.sqrt(2 * cv2)
+
+
+def predicted_mde(figure: dict, pairs: int, runs: int, alpha: float,
+                  adjusted: bool = True) -> float | None:
+    return inference.mde_pct(inference.Effect(pairs, 0.0, pair_sd(figure, runs, adjusted)),
+                             alpha)
+
+
+def session_s(costs: dict, runs: int) -> float:
+    """One session's wall time with `runs` runs at every sweep point (a warm compile cache)."""
+    return costs["fixed_s"] + sum(runs * s for s in costs["run_s"].values())
+
+
+def gpu_minutes(costs: dict, pairs: int, runs: int) -> float:
+    """Every session of `pairs` pairs, the first boot with a cold compile cache."""
+    cold = (costs.get("cold_boot_s") or costs["boot_s"]) - costs["boot_s"]
+    return (2 * pairs * session_s(costs, runs) + cold) / 60
+
+
+def cheapest(document: dict, rules: list[dict], alpha: float, target_pct: float,
+             adjusted: bool = True) -> dict | None:
+    """The protocol (pairs, runs) of least GPU time whose every rule's MDE is at most the
+    target; None where none up to MAX_PAIRS pairs and MAX_RUNS runs is."""
+    figures = {r["name"]: figure_of(document, r) for r in rules}
+    best = None
+    for runs in range(1, MAX_RUNS + 1):
+        for pairs in range(2, MAX_PAIRS + 1):
+            mdes = {n: predicted_mde(f, pairs, runs, alpha, adjusted) for n, f in figures.items()}
+            if all(m is not None and m <= target_pct for m in mdes.values()):
+                minutes = gpu_minutes(document["costs"], pairs, runs)
+                if best is None or minutes < best["gpu_minutes"]:
+                    best = {"pairs": pairs, "runs": runs, "gpu_minutes": round(minutes, 1),
+                            "mde_pct": {n: round(m, 2) for n, m in mdes.items()}}
+                break
+    return best
+
+
+def plan_protocol(document: dict, config: dict, target_pct: float) -> dict:
+    """What `knee design` prints: the adjusted and the unadjusted cheapest protocols, and the
+    config's own protocol's predicted MDE per rule."""
+    rules, alpha = config["bar"]["rules"], config["bar"]["alpha"]
+    sweep = config["instruments"][instruments.role(instruments.LOAD)]
+    costs = document["costs"]
+    notes = []
+    if sweep.get("requests_per_stream") != costs.get("requests_per_stream"):
+        notes.append(f"the calibration measured {costs.get('requests_per_stream')} requests a "
+                     f"stream and this config asks {sweep.get('requests_per_stream')}: its "
+                     "costs and noise are the calibration's")
+    pairs = config["protocol"]["pairs"]
+    pairs = pairs if isinstance(pairs, int) else pairs["max"]
+    return {"target_mde_pct": target_pct, "alpha": alpha,
+            "requests_per_stream": costs.get("requests_per_stream"),
+            "adjusted": cheapest(document, rules, alpha, target_pct),
+            "unadjusted": cheapest(document, rules, alpha, target_pct, adjusted=False),
+            "config": {"pairs": pairs, "runs": sweep["runs"],
+                       "gpu_minutes": round(gpu_minutes(costs, pairs, sweep["runs"]), 1),
+                       "mde_pct": {r["name"]: round(predicted_mde(
+                           figure_of(document, r), pairs, sweep["runs"], alpha) or 0, 2)
+                           for r in rules}},
+            "notes": notes}
+
+
+def protocol_block(best: dict) -> str:
+    """The YAML to paste into the config for a planned protocol."""
+    return (f"protocol:\n  pairs: {best['pairs']}\ninstruments:\n"
+            f"  {instruments.role(instruments.LOAD)}:\n    runs: {best['runs']}\n")
+
+
+def report(out: dict) -> str:
+    """The planner's answer as text: each protocol, its GPU minutes and each rule's MDE."""
+    def line(name: str, p: dict | None) -> str:
+        if p is None:
+            return (f"{name}: no protocol up to {MAX_PAIRS} pairs and {MAX_RUNS} runs reaches "
+                    f"an MDE of {out['target_mde_pct']}% on every rule")
+        mdes = ", ".join(f"{r} {m:.2f}%" for r, m in p["mde_pct"].items())
+        return (f"{name}: {p['pairs']} pairs, {p['runs']} runs a sweep point, "
+                f"{out['requests_per_stream']} requests a stream: {p['gpu_minutes']} GPU "
+                f"minutes; predicted MDE {mdes}")
+    lines = [f"target MDE {out['target_mde_pct']}% on every rule (alpha {out['alpha']}, "
+             "80% power), predicted from the calibration:",
+             line("adjusted (bar.adjust)", out["adjusted"]),
+             line("unadjusted", out["unadjusted"]),
+             line("this config as it stands (adjusted)", out["config"])]
+    lines += [f"note: {n}" for n in out["notes"]]
+    if out["adjusted"]:
+        lines += ["", "# the protocol to paste:", protocol_block(out["adjusted"]).rstrip()]
+    return "\n".join(lines)
+
+
+def realized(plan: dict, bar: dict) -> dict | None:
+    """An adjusted run's README section: per rule, the registered slope, the balance check,
+    the adjusted and the as-measured effect, the calibration's boot noise without and with the
+    adjustment, and the MDE the calibration predicted for this protocol beside the realized."""
+    calibration = plan.get("calibration")
+    if not calibration:
+        return None
+    document = calibration["document"]
+    runs = plan["instruments"].get(instruments.role(instruments.LOAD), {}).get("runs", 1)
+    rows = []
+    for r in bar["rules"]:
+        f = figure_of(document, {**r, "name": r["rule"]})
+        applied = (r.get("adjustment") or {}).get("applied", False)
+        rows.append({**r, "slope": f["slope"], "applied": applied,
+                     "balance": (r.get("adjustment") or {}).get("balance"),
+                     "as_measured": r.get("unadjusted") or r,
+                     "boot_cv": [f["left_out"]["unadjusted_cv_pct"],
+                                 f["left_out"]["adjusted_cv_pct"]],
+                     "predicted_mde": predicted_mde(f, r.get("pairs") or bar["pairs"], runs,
+                                                    bar["alpha_per_look"], applied)})
+    return {"file": calibration["file"], "sha256": calibration["sha256"],
+            "folders": [d["name"] for d in document["folders"]],
+            "tolerance_pct": plan["bar"]["adjust"]["tolerance_pct"], "rows": rows}

@@ -1,0 +1,70 @@
+"""The covariate adjustment a bar registers (bar.adjust): the calibration file it names, read,
+checked against the experiment and embedded in the plan, so that its slopes are part of the
+bar's sha256 from before the first boot (a calibration chosen after the run is a changed bar).
+
+A calibration holds for one model, engine and host (its facts, knee.analyze.calibration): the
+model is checked when the config is planned, the engine and the host before a session boots.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from knee.core import jsonio
+from knee.core.errors import KneeError
+
+FACTS = ("model", "engine", "gpu", "cpu_model", "cpus")
+
+
+def key(rule: dict) -> tuple[str, str, str]:
+    """A bar figure: instrument, metric, point."""
+    return rule["instrument"], rule["metric"], str(rule["point"])
+
+
+def slopes(document: dict, rules: list[dict], where: str = "bar.adjust") -> dict[str, float]:
+    """The registered slope of every bar rule's figure; a rule the calibration lacks is named."""
+    have = {key(f): f["slope"] for f in document["figures"]}
+    out = {}
+    for rule in rules:
+        if key(rule) not in have:
+            raise KneeError(f"{where}: the calibration has no figure for bar rule "
+                            f"{rule['name']!r} ({'/'.join(key(rule))}); its figures: "
+                            f"{sorted('/'.join(k) for k in have)}")
+        out[rule["name"]] = have[key(rule)]
+    return out
+
+
+def differing(want: dict, got: dict) -> list[str]:
+    """Each fact both name that differs, as 'fact: calibrated on A, here B'."""
+    return [f"{k}: calibrated on {want[k]!r}, here {got[k]!r}" for k in FACTS
+            if k in want and k in got and want[k] != got[k]]
+
+
+def check_facts(document: dict, facts: dict, where: str) -> None:
+    if bad := differing(document["facts"], facts):
+        raise KneeError(f"{where}: the registered calibration does not hold here: "
+                        + "; ".join(bad) + ". Calibrate on an A/A of this model, engine and "
+                        "host (knee calibrate)")
+
+
+def calibration_ref(config: dict, plan_model: dict, source: str) -> dict | None:
+    """The calibration bar.adjust names: its file, sha256 and content, checked to cover every
+    bar rule and to be of this experiment's model (None where the bar adjusts nothing)."""
+    adjust = config["bar"].get("adjust")
+    if not adjust:
+        return None
+    path = Path(adjust["calibration"])
+    where = f"{source}: bar.adjust.calibration: {adjust['calibration']!r}"
+    try:
+        document = jsonio.read(path, "calibration")
+    except KneeError as e:
+        raise KneeError(f"{where}: {e}") from None
+    slopes(document, config["bar"]["rules"], where)
+    check_facts(document, {"model": plan_model.get("name")}, where)
+    return {"file": str(path), "sha256": jsonio.sha256_file(path), "document": document}
+
+
+def plan_facts(calibration: dict | None, facts: dict, where: str) -> None:
+    """Before a session boots: the engine and host it boots on are the calibration's."""
+    if calibration:
+        check_facts(calibration["document"], facts, where)
