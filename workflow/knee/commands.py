@@ -127,7 +127,10 @@ COMMANDS = {
                   "knee calibrate results/calib-h200-35b --out config/calibration/h200-35b.json",
                   [("results", {"type": Path, "nargs": "+",
                                 "help": "A/A results folders of one model, engine and host"}),
-                   OUT]),
+                   OUT, ("--timing-only", {"action": "store_true",
+                                           "help": "also calibrate the timing of figures knee "
+                                                   "withholds (the engine failed its sampling "
+                                                   "check); the file records which"})]),
     "design": ("the protocol planner: per bar rule of a config, the pairs and sweep runs that "
                "reach a target MDE in the least GPU time, from a calibration",
                "knee design --calibration config/calibration/h200-35b.json "

@@ -18,19 +18,19 @@ from datetime import datetime
 from pathlib import Path
 
 from knee import instruments
-from knee.analyze import compare, covariate
+from knee.analyze import compare, covariate, sampling
 from knee.analyze.folder import load_receipts, load_sessions
 from knee.analyze.stats import mean, point_summary
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
-from knee.plan.adjust import differing, key
+from knee.plan.adjust import differing, engine_name, key
 
 
 def boot_facts(boot: dict) -> dict:
     """What a calibration holds for (knee.plan.adjust.FACTS), as a boot receipt states it."""
     hw = boot.get("hardware") or {}
     return {"model": (boot.get("model") or {}).get("name"),
-            "engine": f"vllm {((boot.get('engine') or {}).get('packages') or {}).get('vllm')}",
+            "engine": engine_name((boot.get("engine") or {}).get("packages")),
             "gpu": ", ".join(sorted({g.get("name", "?") for g in hw.get("nvml") or []}))
             or "none",
             "cpu_model": hw.get("cpu_model"), "cpus": hw.get("cpus")}
@@ -118,10 +118,12 @@ def _log(x: float | None) -> float | None:
     return math.log(x) if x and x > 0 else None
 
 
-def boot_figure(raw: dict, rule: dict, cpus: list[str], slope: float = 0.0) -> dict | None:
+def boot_figure(raw: dict, rule: dict, cpus: list[str], slope: float = 0.0,
+                withheld: dict | None = None) -> dict | None:
     """One boot's (log speed, log figure) for a rule's figure, and each run's log figure less
-    `slope` times its log speed (the window's where runs did not record their own)."""
-    figure = compare.arm_figures(raw).get(rule["point"], {}).get(rule["metric"])
+    `slope` times its log speed (the window's where runs did not record their own); a figure
+    knee withholds (knee.analyze.sampling: `withheld`) is none."""
+    figure = compare.arm_figures(raw, withheld).get(rule["point"], {}).get(rule["metric"])
     speed, over = covariate.figure_speed(raw, rule["point"], cpus)
     if _log(figure) is None or _log(speed) is None:
         return None
@@ -144,7 +146,8 @@ def folder_boots(root: Path) -> list[dict]:
     out = []
     for (pair, arm), s in sorted(load_sessions(plan, root).items()):
         boot, stop = s["boot"], stops.get(f"{pair}-{arm}")
-        out.append({"folder": plan["name"], "plan": plan,
+        out.append({"folder": plan["name"], "plan": plan, "session": f"{pair}-{arm}",
+                    "withheld": sampling.withheld(boot),
                     "group": (plan["name"], json.dumps(boot["server"], sort_keys=True)),
                     "facts": boot_facts(boot), "raw": s["raw"], "cost": cost(boot, stop, s)})
     return out
@@ -183,7 +186,8 @@ def figure(rule: dict, boots: list[dict]) -> dict | None:
     groups: dict[tuple, list] = {}
     for b in boots:
         if rule["instrument"] in b["raw"]:
-            got = boot_figure(b["raw"][rule["instrument"]], rule, covariate.cpu_names(b["plan"]))
+            got = boot_figure(b["raw"][rule["instrument"]], rule, covariate.cpu_names(b["plan"]),
+                              withheld=b["withheld"])
             if got:
                 groups.setdefault(b["group"], []).append((b, got))
     pairs = [[(g["x"], g["y"]) for _, g in members] for members in groups.values()]
@@ -191,7 +195,7 @@ def figure(rule: dict, boots: list[dict]) -> dict | None:
         return None
     fitted = fit(pairs)
     runs = [[boot_figure(b["raw"][rule["instrument"]], rule, covariate.cpu_names(b["plan"]),
-                         fitted["slope"])["runs"] for b, _ in members]
+                         fitted["slope"], b["withheld"])["runs"] for b, _ in members]
             for members in groups.values()]
     components = run_components([[r for r in g if r] for g in runs],
                                 fitted["left_out"]["adjusted_cv_pct"])
@@ -225,11 +229,27 @@ def _point_order(point: str) -> tuple:
     return (0, int(point), "") if point.isdigit() else (1, 0, point)
 
 
-def calibrate(roots: list[Path]) -> dict:
-    """The calibration of the bar figures of these folders (their bars' rules, once each)."""
+def withheld_sessions(boots: list[dict]) -> list[dict]:
+    """Each folder, temperature and reason for which knee withholds sessions' figures."""
+    found: dict[tuple, list[str]] = {}
+    for b in boots:
+        for t, why in b["withheld"].items():
+            found.setdefault((b["folder"], t, why), []).append(b["session"])
+    return [{"folder": f, "temperature": t, "why": why, "sessions": s}
+            for (f, t, why), s in found.items()]
+
+
+def calibrate(roots: list[Path], timing_only: bool = False) -> dict:
+    """The calibration of the bar figures of these folders (their bars' rules, once each).
+    Figures knee withholds (the engine failed its sampling check) are left out, or with
+    `timing_only` calibrated for their timing alone, which the file records."""
     boots = [b for root in roots for b in folder_boots(root)]
     if not boots:
         raise KneeError("no measured session in " + ", ".join(map(str, roots)))
+    withheld = withheld_sessions(boots)
+    if timing_only:
+        for b in boots:
+            b["withheld"] = {}
     facts = same_facts(boots)
     rules = {}
     for b in boots:
@@ -237,11 +257,17 @@ def calibrate(roots: list[Path]) -> dict:
             rules.setdefault(key(rule), rule)
     figures = [f for rule in rules.values() if (f := figure(rule, boots))]
     if not figures:
+        why = "; ".join(f"{w['folder']}: {w['why']} ({len(w['sessions'])} sessions)"
+                        for w in withheld)
         raise KneeError("no bar figure of these folders has enough boots with a host speed "
-                        "sampled in its window to calibrate")
+                        "sampled in its window to calibrate"
+                        + (f". knee withholds figures sampled where the engine failed its "
+                           f"sampling check ({why}); --timing-only calibrates their timing "
+                           "anyway, and the calibration file says so" if withheld else ""))
     first = [b for b in boots if b["folder"] == boots[0]["folder"]]
     return {"covariate": covariate.COVARIATE, "method": covariate.SPEED_OF_FIGURE,
             "facts": facts,
             "folders": [{"name": n, "boots": sum(b["folder"] == n for b in boots)}
                         for n in dict.fromkeys(b["folder"] for b in boots)],
-            "figures": figures, "costs": costs(first)}
+            "figures": figures, "costs": costs(first),
+            **({("timing_only" if timing_only else "withheld"): withheld} if withheld else {})}

@@ -116,7 +116,8 @@ def report(out: dict) -> str:
             return (f"{name}: no protocol up to {MAX_PAIRS} pairs and {MAX_RUNS} runs reaches "
                     f"an MDE of {out['target_mde_pct']}% on every rule")
         mdes = ", ".join(f"{r} {m:.2f}%" for r, m in p["mde_pct"].items())
-        return (f"{name}: {p['pairs']} pairs, {p['runs']} runs a sweep point, "
+        runs = f"{p['runs']} run{'s' if p['runs'] != 1 else ''}"
+        return (f"{name}: {p['pairs']} pairs, {runs} a sweep point, "
                 f"{out['requests_per_stream']} requests a stream: {p['gpu_minutes']} GPU "
                 f"minutes; predicted MDE {mdes}")
     lines = [f"target MDE {out['target_mde_pct']}% on every rule (alpha {out['alpha']}, "
@@ -152,4 +153,5 @@ def realized(plan: dict, bar: dict) -> dict | None:
                                                     bar["alpha_per_look"], applied)})
     return {"file": calibration["file"], "sha256": calibration["sha256"],
             "folders": [d["name"] for d in document["folders"]],
+            "timing_only": document.get("timing_only") or [],
             "tolerance_pct": plan["bar"]["adjust"]["tolerance_pct"], "rows": rows}

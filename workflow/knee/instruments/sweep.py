@@ -92,7 +92,8 @@ def per_point_bars(ax, view, metric: str, ylabel: str) -> None:
 
 def draw_acceptance(ax, view) -> None:
     """Per-position acceptance rate of each session's sweep window, the threshold, the knee."""
-    windows = [w for w in view.table if w["speculation"] == "on" and w["instrument"] == "sweep"]
+    speculative = [w for w in view.table if w["speculation"] == "on" and w["instrument"] == "sweep"]
+    windows = [w for w in speculative if w["per_position_rate"] is not None]
     for w in windows:
         arm = w["session"].split("-", 1)[1]
         rates = w["per_position_rate"]
@@ -106,7 +107,9 @@ def draw_acceptance(ax, view) -> None:
     ax.axhline(view.threshold, color="red", ls=":", lw=1,
                label=f"knee threshold {view.threshold}")
     if not windows:
-        ax.text(0.5, 0.5, "no speculative window", ha="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, "acceptance withheld in every speculative window (the engine failed "
+                "its sampling check)" if speculative else "no speculative window", ha="center",
+                transform=ax.transAxes, wrap=True)
     ax.set_xlabel("draft position")
     ax.set_ylabel("acceptance rate (accepted at position / drafts)")
     ax.set_ylim(0, 1.05)

@@ -282,9 +282,9 @@ def check_calibrated(plan: dict, engine_facts: dict) -> None:
         return
     hw, ids = receipts.hardware(), gpu.ids(plan["runtime"])
     names = sorted({g["name"] for g in gpu.facts(gpu.nvml(), ids)}) if ids else []
-    engine = (engine_facts.get("packages") or {}).get("vllm")
     adjust.plan_facts(plan["calibration"], {
-        "engine": f"vllm {engine}", "gpu": ", ".join(names) or "none",
+        "engine": adjust.engine_name(engine_facts.get("packages")),
+        "gpu": ", ".join(names) or "none",
         "cpu_model": hw["cpu_model"], "cpus": hw["cpus"]}, "plan.json: bar.adjust.calibration")
 
 

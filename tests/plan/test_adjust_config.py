@@ -1,0 +1,84 @@
+"""bar.adjust: the calibration a config names is read, checked against the experiment and
+embedded in its plan under the bar's sha256; a session refuses to boot on another engine or
+host than the calibration's."""
+
+import copy
+import json
+
+import pytest
+
+from knee.analyze import calibration
+from knee.core import jsonio
+from knee.core.errors import KneeError
+from knee.plan import config, configfile
+from tests.helpers import ROOT
+
+PUBLISHED = ROOT / "config" / "calibration" / "h200-35b.json"
+FOLDERS = ["calib-h200-35b", "aa-h200-35b", "aa-h200-35b-pinned", "ksched-h200-35b"]
+
+
+def test_the_published_calibration_is_what_the_published_folders_give():
+    doc = calibration.calibrate([ROOT / "results" / n for n in FOLDERS], timing_only=True)
+    stored = jsonio.read(PUBLISHED, "calibration")
+    assert {k: v for k, v in stored.items() if k not in ("schema", "schema_version")} == \
+        json.loads(jsonio.dumps(doc))
+    assert stored["timing_only"][0]["folder"] == "calib-h200-35b"
+
+
+def adjusted(tmp_path, calibration_path=PUBLISHED, **bar):
+    cfg = configfile.load(ROOT / "config" / "ksched-h200-35b.yaml")
+    cfg["bar"]["adjust"] = {"covariate": "host_speed", "calibration": str(calibration_path),
+                            **bar}
+    return cfg
+
+
+def test_the_calibration_is_embedded_in_the_plan_and_registered_with_the_bar(tmp_path):
+    plain = config.make_plan(config.validate(
+        configfile.load(ROOT / "config" / "ksched-h200-35b.yaml")), "x")
+    plan = config.make_plan(config.validate(adjusted(tmp_path)), "x")
+    assert plan["calibration"]["sha256"] == jsonio.sha256_file(PUBLISHED)
+    assert plan["calibration"]["document"] == jsonio.read(PUBLISHED, "calibration")
+    assert plan["bar"]["adjust"]["tolerance_pct"] == 2  # the default, filled in
+    assert "calibration" not in plain and plan["bar_sha256"] != plain["bar_sha256"]
+    assert config.registered_bar_sha256(plan) == plan["bar_sha256"]
+    # another slope is another bar
+    changed = copy.deepcopy(plan)
+    changed["calibration"]["document"]["figures"][0]["slope"] += 0.01
+    assert config.registered_bar_sha256(changed) != plan["bar_sha256"]
+    jsonio.check("plan", {"schema": "knee/plan", "schema_version": 2, **plan}, "plan")
+
+
+def write(tmp_path, doc):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_calibration_of_another_model_or_without_a_rule_or_not_one_is_refused(tmp_path):
+    doc = jsonio.read(PUBLISHED, "calibration")
+    other = {**doc, "facts": {**doc["facts"], "model": "tiny-llama-s0-l32-h4096"}}
+    with pytest.raises(KneeError, match=r"bar.adjust.calibration: .*model: calibrated on "
+                                        r"'tiny-llama-s0-l32-h4096', here 'tiny-llama-s0-l40"):
+        config.make_plan(config.validate(adjusted(tmp_path, write(tmp_path, other))), "x")
+    cfg = adjusted(tmp_path)
+    cfg["bar"]["rules"][1]["point"] = 4
+    cfg["instruments"]["sweep"]["concurrency"] = [4, 8, 16]
+    with pytest.raises(KneeError, match="no figure for bar rule 'C8 gain'"):
+        config.make_plan(config.validate(cfg), "x")
+    not_one = write(tmp_path, {"schema": "knee/plan"})
+    with pytest.raises(KneeError, match=r"bar.adjust.calibration: .*schema is 'knee/plan'"):
+        config.make_plan(config.validate(adjusted(tmp_path, not_one)), "x")
+    with pytest.raises(KneeError, match="bar.adjust.calibration: '/nonexistent.json'"):
+        config.make_plan(config.validate(adjusted(tmp_path, "/nonexistent.json")), "x")
+
+
+def test_a_session_refuses_to_boot_on_another_engine_or_host(monkeypatch):
+    from knee.measure import receipts, session
+
+    plan = {"runtime": {}, "calibration": {"document": jsonio.read(PUBLISHED, "calibration")}}
+    monkeypatch.setattr(receipts, "hardware",
+                        lambda: {"cpu_model": "Intel(R) Xeon(R) Processor", "cpus": 16})
+    with pytest.raises(KneeError, match="engine: calibrated on 'vllm 0.26.0', here 'vllm "
+                                        "0.27.0'; gpu: calibrated on 'NVIDIA H200', here 'none'"):
+        session.check_calibrated(plan, {"packages": {"vllm": "0.27.0"}})
+    session.check_calibrated({"runtime": {}}, {"packages": {}})  # no calibration: no check
