@@ -11,7 +11,7 @@ from knee.analyze import calibration
 from knee.core import jsonio
 from knee.core.errors import KneeError
 from knee.plan import config, configfile
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_knee
 
 PUBLISHED = ROOT / "config" / "calibration" / "h200-35b.json"
 FOLDERS = ["calib-h200-35b", "aa-h200-35b", "aa-h200-35b-pinned", "ksched-h200-35b"]
@@ -82,3 +82,30 @@ def test_a_session_refuses_to_boot_on_another_engine_or_host(monkeypatch):
                                         "0.27.0'; gpu: calibrated on 'NVIDIA H200', here 'none'"):
         session.check_calibrated(plan, {"packages": {"vllm": "0.27.0"}})
     session.check_calibrated({"runtime": {}}, {"packages": {}})  # no calibration: no check
+
+
+def test_a_calibration_that_is_not_a_regular_file_is_refused_unread(tmp_path):
+    with pytest.raises(KneeError, match="bar.adjust.calibration: '/dev/zero'.*not a regular "
+                                        "file"):
+        config.make_plan(config.validate(adjusted(tmp_path, "/dev/zero")), "x")
+
+
+def test_knee_calibrate_and_knee_design_as_a_user_runs_them(tmp_path):
+    out = tmp_path / "c.json"
+    r = run_knee("calibrate", ROOT / "results" / "calib-h200-35b", "--out", out)
+    assert r.returncode == 1 and "--timing-only calibrates their timing" in r.stderr
+    assert not out.exists()
+    r = run_knee("calibrate", "--timing-only", *(ROOT / "results" / n for n in FOLDERS),
+                 "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == PUBLISHED.read_bytes()
+    block = tmp_path / "protocol.yaml"
+    r = run_knee("design", "--calibration", out, "--config",
+                 ROOT / "config" / "ksched-h200-35b.yaml", "--mde", "1.5", "--out", block)
+    assert r.returncode == 0, r.stderr
+    assert "adjusted (bar.adjust): 14 pairs, 2 runs a sweep point" in r.stdout
+    assert configfile.load(block) == {"protocol": {"pairs": 14},
+                                      "instruments": {"sweep": {"runs": 2}}}
+    r = run_knee("design", "--calibration", out, "--config",
+                 ROOT / "config" / "ksched-h200-35b.yaml", "--mde", "0")
+    assert r.returncode == 1 and "--mde: 0.0: a target MDE is a percentage" in r.stderr

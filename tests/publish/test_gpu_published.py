@@ -12,7 +12,8 @@ from tests.helpers import ROOT
 
 WORKLOAD = ["ksched-h200", "aa-h200", "aa-h200-35b", "ksched-h200-35b",  # sampled, compressed
             "aa-h200-35b-pinned"]
-FOLDERS = ["noise-h200", *WORKLOAD]
+CALIBRATION = "calib-h200-35b"  # sampled too, but every figure withheld (below)
+FOLDERS = ["noise-h200", CALIBRATION, *WORKLOAD]
 AA = ["aa-h200", "aa-h200-35b", "aa-h200-35b-pinned"]
 
 
@@ -60,7 +61,26 @@ def test_the_gpu_folders_audit_on_a_cpu_machine(name):
     assert not [n for n in notes if n.startswith("not possible")], notes
 
 
-@pytest.mark.parametrize("name", WORKLOAD)
+def test_the_calibration_aa_sampled_the_host_speed_over_every_run_and_withholds_its_figures():
+    """Every sweep and fixture run records the engine CPUs' speed over its own span and the
+    sampler's series is kept; the engine failed its sampling check at T=0.9 in every boot (the
+    same records each time), so no bar figure is reported and the README says why."""
+    root = ROOT / "results" / CALIBRATION
+    engine_cpus = {f"cpu{c}" for c in range(8)}
+    for plan, sid, boot in gpu_boots(root):
+        [check] = boot["sampling_check"]
+        assert check["temperature"] == 0.9 and not check["passed"] and check["z"] < -4
+        for inst in instrument_names(plan):
+            raw = jsonio.read(rawfiles.stored(root / "raw" / sid, f"{inst}.json"), "raw")
+            assert all(engine_cpus <= set(p["cpu_speed"]) for p in raw["points"])
+            series = raw["host"]["cpu_speed_series"]
+            assert len(series["t_ms"]) > 20 and len(series["speed"]) == 16
+    verdict = jsonio.read(root / "comparison" / "bar.json", "bar")
+    assert verdict["verdict"] == "INVALID"
+    assert "Nothing sampled at temperature 0.9 is reported" in (root / "README.md").read_text()
+
+
+@pytest.mark.parametrize("name", [*WORKLOAD, CALIBRATION])
 def test_the_gpu_folders_store_raw_files_compressed_and_stay_small(name):
     root = ROOT / "results" / name
     raw = [p for p in (root / "raw").glob("*/*") if ".metrics." not in p.name]

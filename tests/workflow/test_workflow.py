@@ -49,6 +49,23 @@ def canary_files(canary: str, roots: list[Path]) -> list[str]:
     return r.stdout.split()
 
 
+def forget_records(root: Path) -> None:
+    """Delete Snakemake's records of every file of a results folder (.snakemake/metadata: a
+    file per output, its path base64-encoded, split into folders where long)."""
+    import base64
+
+    meta = ROOT / ".snakemake" / "metadata"
+    prefix = str(root.relative_to(ROOT))
+    for f in [p for p in meta.rglob("*") if p.is_file()]:
+        encoded = "".join(part.lstrip("@") for part in f.relative_to(meta).parts)
+        try:
+            name = base64.urlsafe_b64decode(encoded).decode()
+        except ValueError:
+            continue
+        if name.startswith(prefix):
+            f.unlink()
+
+
 def killed_then_resumed(path: Path, root: Path, env: dict) -> str:
     """Run the experiment, SIGKILL the candidate's engine as its sweep starts, check what the
     failed session left, then run the same command again: what both runs printed."""
@@ -66,6 +83,7 @@ def killed_then_resumed(path: Path, root: Path, env: dict) -> str:
     assert not (root / "receipts" / "1-candidate-boot.json").exists()
     assert not (root / "raw" / "1-candidate" / "sweep.json.gz").exists()
     assert list((root / "failed").glob("1-candidate-*"))
+    forget_records(root)  # resumed as on a fresh host: Snakemake has no record of what ran
     r = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env)
     assert r.returncode == 0, r.stderr[-3000:] + logs(root)
     assert "1-control" not in "".join(  # the finished session is not run again
@@ -132,6 +150,7 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert boot["listening"] and {x["address"] for x in boot["listening"]} <= {"127.0.0.1"}
     assert boot["argv"][1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     assert boot["compile_cache"]["existed"] in (True, False) and boot["boot_seconds"] > 0
+    assert boot["hardware"]["boot_id"]  # the host that measured it
     metrics = jsonio.read(root / "raw" / "1-candidate" / "sweep.metrics.json", "metrics")
     assert metrics["spec_decode_num_drafts"] > 0 and 0 < metrics["acceptance_rate"] <= 1
     # raw files are stored compressed (the records and the full scrapes), and read expanded

