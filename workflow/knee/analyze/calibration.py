@@ -118,11 +118,11 @@ def _log(x: float | None) -> float | None:
     return math.log(x) if x and x > 0 else None
 
 
-def boot_figure(raw: dict, rule: dict, cpus: list[str], slope: float = 0.0,
+def boot_figure(raw: dict, rule: dict, cpus: list[str],
                 withheld: dict | None = None) -> dict | None:
-    """One boot's (log speed, log figure) for a rule's figure, and each run's log figure less
-    `slope` times its log speed (the window's where runs did not record their own); a figure
-    knee withholds (knee.analyze.sampling: `withheld`) is none."""
+    """One boot's (log speed, log figure) for a rule's figure, and each run's (the window's
+    speed where runs did not record their own); a figure knee withholds
+    (knee.analyze.sampling: `withheld`) is none."""
     figure = compare.arm_figures(raw, withheld).get(rule["point"], {}).get(rule["metric"])
     speed, over = covariate.figure_speed(raw, rule["point"], cpus)
     if _log(figure) is None or _log(speed) is None:
@@ -133,7 +133,7 @@ def boot_figure(raw: dict, rule: dict, cpus: list[str], slope: float = 0.0,
         if str(p["point"]) == str(rule["point"]):
             y = _log(point_summary(p)[rule["metric"]])
             x = _log(covariate.summary_speed(p.get("cpu_speed"), cpus) or window)
-            runs.append(None if y is None or x is None else y - slope * x)
+            runs.append(None if y is None or x is None else (x, y))
     return {"x": _log(speed), "y": _log(figure), "over": over,
             "runs": runs if None not in runs else []}
 
@@ -194,11 +194,9 @@ def figure(rule: dict, boots: list[dict]) -> dict | None:
     if sum(len(p) >= 2 for p in pairs) == 0 or sum(map(len, pairs)) - len(pairs) < 2:
         return None
     fitted = fit(pairs)
-    runs = [[boot_figure(b["raw"][rule["instrument"]], rule, covariate.cpu_names(b["plan"]),
-                         fitted["slope"], b["withheld"])["runs"] for b, _ in members]
+    runs = [[[y - fitted["slope"] * x for x, y in g["runs"]] for _, g in members if g["runs"]]
             for members in groups.values()]
-    components = run_components([[r for r in g if r] for g in runs],
-                                fitted["left_out"]["adjusted_cv_pct"])
+    components = run_components(runs, fitted["left_out"]["adjusted_cv_pct"])
     return {"instrument": rule["instrument"], "metric": rule["metric"],
             "point": str(rule["point"]), "rule": rule["name"], **fitted,
             "speed_over": sorted({g["over"] for m in groups.values() for _, g in m}),

@@ -16,19 +16,10 @@ import math
 
 from knee import instruments
 from knee.analyze import inference
-from knee.core.errors import KneeError
-from knee.plan.adjust import key
+from knee.plan.adjust import figure_of
 
 MAX_PAIRS = 40
 MAX_RUNS = 6
-
-
-def figure_of(document: dict, rule: dict) -> dict:
-    for f in document["figures"]:
-        if (f["instrument"], f["metric"], f["point"]) == key(rule):
-            return f
-    raise KneeError(f"the calibration has no figure for bar rule {rule['name']!r} "
-                    f"({'/'.join(key(rule))})")
 
 
 def pair_sd(figure: dict, runs: int, adjusted: bool = True) -> float:

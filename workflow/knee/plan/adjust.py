@@ -30,17 +30,19 @@ def key(rule: dict) -> tuple[str, str, str]:
     return rule["instrument"], rule["metric"], str(rule["point"])
 
 
+def figure_of(document: dict, rule: dict, where: str = "bar.adjust") -> dict:
+    """The calibration's figure of a bar rule; a rule it lacks is named."""
+    for f in document["figures"]:
+        if (f["instrument"], f["metric"], f["point"]) == key(rule):
+            return f
+    raise KneeError(f"{where}: the calibration has no figure for bar rule {rule['name']!r} "
+                    f"({'/'.join(key(rule))}); its figures: "
+                    f"{sorted('/'.join(key(f)) for f in document['figures'])}")
+
+
 def slopes(document: dict, rules: list[dict], where: str = "bar.adjust") -> dict[str, float]:
-    """The registered slope of every bar rule's figure; a rule the calibration lacks is named."""
-    have = {key(f): f["slope"] for f in document["figures"]}
-    out = {}
-    for rule in rules:
-        if key(rule) not in have:
-            raise KneeError(f"{where}: the calibration has no figure for bar rule "
-                            f"{rule['name']!r} ({'/'.join(key(rule))}); its figures: "
-                            f"{sorted('/'.join(k) for k in have)}")
-        out[rule["name"]] = have[key(rule)]
-    return out
+    """The registered slope of every bar rule's figure."""
+    return {rule["name"]: figure_of(document, rule, where)["slope"] for rule in rules}
 
 
 def differing(want: dict, got: dict) -> list[str]:
