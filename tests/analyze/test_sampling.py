@@ -91,3 +91,32 @@ def test_a_failed_check_withholds_its_temperature_only():
              {"temperature": 1.0, "passed": True, "why": None}]
     gone = sampling.withheld(boot("0.40.0", spec=True, check=check))
     assert "junk" in sampling.reason(gone, 0.8) and sampling.reason(gone, 1.0) is None
+
+
+def collided(record: dict) -> dict:
+    """The record as an engine keying the 20 likeliest by colliding texts returns it: fewer
+    entries, the likeliest lost (the sampled token's own log-probability among them)."""
+    return record | {"top_logprobs": [top[1:12] for top in record["top_logprobs"]]}
+
+
+def test_records_whose_likeliest_tokens_collided_leave_the_check_undecided():
+    rng = random.Random(3)
+    records = [collided(request(rng, lambda j: 0.8)) for _ in range(4)]
+    verdict = sampling.judge(0.8, records)
+    assert verdict["passed"] is None and "cannot decide" in verdict["why"], verdict
+    records[0]["repeat_text"] = "something else"  # what does not rest on the 20 still fails
+    verdict = sampling.judge(0.8, records)
+    assert verdict["passed"] is False
+    assert verdict["why"] == "the same seeded request gave different text within one boot"
+
+
+def test_the_analysis_judges_a_boots_records_again_whatever_its_receipt_says():
+    rng = random.Random(4)
+    sound = [request(rng, lambda j: 0.8) for _ in range(4)]
+    broken = [collided(request(rng, lambda j: 0.8)) for _ in range(4)]
+    said = {"temperature": 0.8, "passed": False, "why": "recorded as failed"}
+    assert sampling.withheld(boot("0.40.0", True, [said | {"records": sound}])) == {}
+    collided_boot = boot("0.40.0", True, [said | {"records": broken}])
+    assert sampling.withheld(collided_boot) == {}
+    assert "cannot decide" in sampling.undecided(collided_boot)[0.8]
+    assert sampling.undecided(boot("0.40.0", True, [said | {"records": sound}])) == {}

@@ -16,7 +16,16 @@ from knee.measure import samplecheck
 VOCAB = [f"t{i}" for i in range(300)]
 
 
-def answer(body: dict, broken: bool) -> dict:
+def key(i: int, body: dict, collides: bool) -> str:
+    """A token's key as vLLM writes it: its id when asked for ids, else its text (collides:
+    a server that keys by text whatever it is asked, its texts shared by ten tokens each, as
+    byte pieces that decode to the same replacement character are)."""
+    if collides:
+        return f"t{i % 30}"
+    return f"token_id:{i}" if body.get("return_tokens_as_token_ids") else VOCAB[i]
+
+
+def answer(body: dict, broken: bool, collides: bool = False) -> dict:
     """vLLM's /v1/completions answer with logprobs: 20 likeliest per position, plus the sampled
     token where it is not among them; broken: a third of the tokens drawn uniformly."""
     rng = random.Random(body["seed"])
@@ -29,8 +38,9 @@ def answer(body: dict, broken: bool) -> dict:
         pick = rng.randrange(len(VOCAB)) if broken and j % 3 else \
             rng.choices(range(len(VOCAB)), weights=w)[0]
         order = sorted(range(len(VOCAB)), key=lambda i: -lp[i])[:body["logprobs"]]
-        top = {VOCAB[i]: lp[i] for i in order} | {VOCAB[pick]: lp[pick]}
-        tokens.append(VOCAB[pick])
+        top = {key(i, body, collides): lp[i] for i in order} | \
+            {key(pick, body, collides): lp[pick]}
+        tokens.append(key(pick, body, collides))
         sampled.append(lp[pick])
         tops.append(top)
     return {"choices": [{"text": "".join(tokens), "logprobs": {
@@ -49,7 +59,8 @@ def server(request):
                 self.end_headers()
                 self.wfile.write(b'{"error": "logprobs are not supported"}')
                 return
-            data = json.dumps(answer(body, broken=mode == "broken")).encode()
+            data = json.dumps(answer(body, broken=mode == "broken",
+                                     collides=mode == "collides")).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -90,3 +101,17 @@ def test_a_server_that_refuses_log_probabilities_fails_the_check_not_the_session
     assert not v["passed"] and v["records"] == []
     assert "did not answer a seeded request with log-probabilities at temperature 0.8" in v["why"]
     assert "400" in v["why"]
+
+
+@pytest.mark.parametrize("server", ["correct"], indirect=True)
+def test_the_check_names_tokens_by_id_so_that_tokens_of_one_text_stay_apart(server):
+    [v] = samplecheck.check(server, "m", [0.8], seed=5, timeout_s=30)
+    assert all(t.startswith("token_id:") for r in v["records"] for t in r["tokens"])
+
+
+@pytest.mark.parametrize("server", ["collides"], indirect=True)
+def test_records_whose_tokens_collide_decide_nothing_rather_than_fail(server):
+    """A server keying the 20 likeliest by colliding texts (as vLLM does without ids, for a
+    tokenizer's byte pieces) loses entries: the check is undecided, not failed."""
+    [v] = samplecheck.check(server, "m", [0.8], seed=5, timeout_s=30)
+    assert v["passed"] is None and "cannot decide" in v["why"], v["why"]

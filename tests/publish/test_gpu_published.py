@@ -3,7 +3,7 @@ of them must carry, and that they audit here."""
 
 import pytest
 
-from knee.analyze import aa, inference
+from knee.analyze import aa, inference, sampling
 from knee.analyze.folder import instrument_names
 from knee.core import jsonio, rawfiles
 from knee.plan import models
@@ -61,23 +61,30 @@ def test_the_gpu_folders_audit_on_a_cpu_machine(name):
     assert not [n for n in notes if n.startswith("not possible")], notes
 
 
-def test_the_calibration_aa_sampled_the_host_speed_over_every_run_and_withholds_its_figures():
+def test_the_calibration_aa_sampled_the_host_speed_over_every_run_and_its_check_decided_nothing():
     """Every sweep and fixture run records the engine CPUs' speed over its own span and the
-    sampler's series is kept; the engine failed its sampling check at T=0.9 in every boot (the
-    same records each time), so no bar figure is reported and the README says why."""
+    sampler's series is kept. Each boot's receipt says its sampling check failed at T=0.9, but
+    its records cannot decide it: the engine keyed the 20 likeliest by text and this model's
+    byte pieces collide, so almost every position lost entries. The analysis judges the records
+    again: undecided, nothing withheld, every bar figure reported, and the README says so."""
     root = ROOT / "results" / CALIBRATION
     engine_cpus = {f"cpu{c}" for c in range(8)}
     for plan, sid, boot in gpu_boots(root):
-        [check] = boot["sampling_check"]
-        assert check["temperature"] == 0.9 and not check["passed"] and check["z"] < -4
+        [recorded] = boot["sampling_check"]
+        assert recorded["temperature"] == 0.9 and recorded["passed"] is False
+        [check] = sampling.verdicts(boot)
+        assert check["passed"] is None and "cannot decide" in check["why"]
+        assert sum(len(t) < 20 for r in recorded["records"] for t in r["top_logprobs"]) > 150
         for inst in instrument_names(plan):
             raw = jsonio.read(rawfiles.stored(root / "raw" / sid, f"{inst}.json"), "raw")
             assert all(engine_cpus <= set(p["cpu_speed"]) for p in raw["points"])
             series = raw["host"]["cpu_speed_series"]
             assert len(series["t_ms"]) > 20 and len(series["speed"]) == 16
     verdict = jsonio.read(root / "comparison" / "bar.json", "bar")
-    assert verdict["verdict"] == "INVALID"
-    assert "Nothing sampled at temperature 0.9 is reported" in (root / "README.md").read_text()
+    assert verdict["verdict"] == "INCONCLUSIVE"
+    assert all(r["per_pair"] for r in verdict["rules"])
+    text = (root / "README.md").read_text()
+    assert "sampling at temperature 0.9 is unchecked" in text and "Nothing sampled" not in text
 
 
 @pytest.mark.parametrize("name", [*WORKLOAD, CALIBRATION])

@@ -339,12 +339,18 @@ def engine_side(plan: dict, sessions: dict) -> dict:
 def sampling_withheld(plan: dict, sessions: dict) -> dict:
     """Each temperature an instrument sampled at where a session's engine did not sample as
     asked: its figures (acceptance and decode) are withheld, in these sessions, for this
-    reason (knee.analyze.sampling)."""
-    found: dict[tuple[float, str], list[str]] = {}
-    for (pair, arm), s in sorted(sessions.items()):
-        gone = sampling.withheld(s["boot"])
-        for t in instruments.sampled_temperatures(plan["instruments"]):
-            if why := sampling.reason(gone, t):
-                found.setdefault((t, why), []).append(f"{pair}-{arm}")
-    return {"sampling_withheld": [{"temperature": t, "sessions": ids, "why": why}
-                                  for (t, why), ids in found.items()]} if found else {}
+    reason (knee.analyze.sampling); and where a boot's check could not decide, which
+    withholds nothing and is said."""
+    out = {}
+    for key, judged in (("sampling_withheld", sampling.withheld),
+                        ("sampling_undecided", sampling.undecided)):
+        found: dict[tuple[float, str], list[str]] = {}
+        for (pair, arm), s in sorted(sessions.items()):
+            gone = judged(s["boot"])
+            for t in instruments.sampled_temperatures(plan["instruments"]):
+                if why := sampling.reason(gone, t):
+                    found.setdefault((t, why), []).append(f"{pair}-{arm}")
+        if found:
+            out[key] = [{"temperature": t, "sessions": ids, "why": why}
+                        for (t, why), ids in found.items()]
+    return out

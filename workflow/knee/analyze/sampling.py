@@ -13,7 +13,15 @@ sampled tokens to, neither needing the rest of the vocabulary:
   where each tail token weighs at most p_20^(1/T - 1) times its probability; above 1 the bound
   taken at T = 1).
 vLLM issue #55005 (temperatures spread over draft tokens from uninitialised memory) fails both
-on SmolLM2-135M-Instruct. Pure functions: the check's records in, a verdict out.
+on SmolLM2-135M-Instruct.
+
+Records that cannot be a measurement of the sampler decide nothing: vLLM keys each position's
+20 likeliest by the token's text, so tokens whose texts collide (byte pieces that decode to the
+same replacement character) leave fewer than 20 entries, or none holding the sampled token's
+log-probability. The check asks for token ids (`return_tokens_as_token_ids`); records of older
+boots that collided are judged undecided (`passed` None), never failed. Pure functions: the
+check's records in, a verdict out; the analysis judges the records again, so a receipt's own
+verdict decides nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +54,23 @@ def token_terms(top: list[float], temperature: float) -> tuple[float, float, flo
     return mean, var, min(1.0, tail / (z + tail)) if tail > 0 else 0.0
 
 
+def unsound(requests: list[dict]) -> str | None:
+    """Why these records cannot decide the check (their 20 likeliest collided), or None."""
+    full = max((len(top) for r in requests for top in r["top_logprobs"]), default=0)
+    positions = bad = 0
+    for r in requests:
+        for sampled, top, hit in zip(r["token_logprobs"], r["top_logprobs"], r["in_top"],
+                                     strict=True):
+            positions += 1
+            bad += len(top) < full or (hit and not any(
+                abs(sampled - x) <= 1e-4 * max(1.0, abs(x)) for x in top))
+    if not bad:
+        return None
+    return (f"the check cannot decide: at {bad} of {positions} positions the engine's 20 "
+            f"likeliest tokens came back as fewer distinct tokens or without the sampled one "
+            f"(their texts collide), so these records do not measure the sampler")
+
+
 def judge(temperature: float, requests: list[dict]) -> dict:
     """requests: [{"seed", "text", "token_logprobs", "top_logprobs", "in_top",
     "repeat_text"?}] -> the verdict at this temperature, with the figures it rests on."""
@@ -74,12 +99,15 @@ def judge(temperature: float, requests: list[dict]) -> dict:
         why.append(f"{outside} of {tokens} sampled tokens lie outside the model's 20 likeliest, "
                    f"where sampling at temperature {temperature:g} gives at most "
                    f"{out_expected:.1f}")
+    if cannot := unsound(requests):  # the 20 likeliest decide nothing; the repeat still does
+        why = why[:1] if not same else []
     return {"temperature": temperature, "requests": len(requests), "tokens": tokens,
             "top_tokens": inside, "observed_nll": obs / inside if inside else None,
             "expected_nll": exp / inside if inside else None, "z": z,
             "outside_top": outside, "outside_top_expected": out_expected, "tail_sd": tail_sd,
             "z_limit": Z_LIMIT, "excess_limit": EXCESS_LIMIT, "repeatable": same,
-            "passed": not why, "why": "; ".join(why) or None}
+            "passed": False if why else (None if cannot else True),
+            "why": "; ".join(why) or cannot}
 
 
 def known_defect(engine: dict) -> dict | None:
@@ -90,13 +118,25 @@ def known_defect(engine: dict) -> dict | None:
     return next((d for d in KNOWN_DEFECTS if packages.get(d["package"]) in d["versions"]), None)
 
 
+def verdicts(boot: dict) -> list[dict]:
+    """The boot's sampling check, each temperature judged again from the records it kept (a
+    check whose requests were not answered keeps its recorded failure)."""
+    return [judge(c["temperature"], c["records"]) if c.get("records") else c
+            for c in boot.get("sampling_check") or []]
+
+
+def undecided(boot: dict) -> dict[float, str]:
+    """temperature -> why the boot's sampling check could not decide there."""
+    return {c["temperature"]: c["why"] for c in verdicts(boot) if c["passed"] is None}
+
+
 def withheld(boot: dict) -> dict[float, str]:
     """temperature -> why the figures sampled at it are withheld, for one session: its boot's
     sampling check failed there, or (speculation on) its engine build is known to sample
     wrongly at any temperature above 0 (older folders, measured before the check existed)."""
     out = {c["temperature"]: f"the engine failed its sampling check at temperature "
                              f"{c['temperature']:g}: {c['why']}"
-           for c in boot.get("sampling_check") or [] if not c["passed"]}
+           for c in verdicts(boot) if c["passed"] is False}
     defect = known_defect(boot.get("engine"))
     if defect and (boot.get("server") or {}).get("speculative_config"):
         name = f"{defect['package']} {boot['engine']['packages'][defect['package']]}"

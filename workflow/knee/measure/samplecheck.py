@@ -51,8 +51,11 @@ def post(base_url: str, body: dict, timeout_s: float) -> dict:
 
 def sample(base_url: str, model: str, prompt: str, temperature: float, seed: int,
            timeout_s: float) -> dict:
+    # tokens named by id ("token_id:N"): by text, tokens that decode alike share one key and
+    # the 20 likeliest come back fewer, which no judgment can read
     body = {"model": model, "prompt": prompt, "max_tokens": OUTPUT_TOKENS, "seed": seed,
-            "temperature": temperature, "top_p": 1.0, "logprobs": TOP}
+            "temperature": temperature, "top_p": 1.0, "logprobs": TOP,
+            "return_tokens_as_token_ids": True}
     choice = post(base_url, body, timeout_s)["choices"][0]
     lp = choice["logprobs"]
     tops, hits = [], []
@@ -61,8 +64,8 @@ def sample(base_url: str, model: str, prompt: str, temperature: float, seed: int
         hit = len(top) <= TOP
         tops.append(sorted((v for k, v in top.items() if hit or k != token), reverse=True)[:TOP])
         hits.append(hit)
-    return {"seed": seed, "text": choice["text"], "token_logprobs": lp["token_logprobs"],
-            "top_logprobs": tops, "in_top": hits}
+    return {"seed": seed, "text": choice["text"], "tokens": lp["tokens"],
+            "token_logprobs": lp["token_logprobs"], "top_logprobs": tops, "in_top": hits}
 
 
 def check(base_url: str, model: str, temperatures: list[float], seed: int,

@@ -115,6 +115,10 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
             f"decode) for sessions {', '.join(w['sessions'])}: {mdtext.text(w['why'])} "
             "([comparison.json](comparison/comparison.json#/sampling_withheld))."
             for w in comparison.get("sampling_withheld", [])]
+    out += [f"The engine's sampling at temperature {w['temperature']:g} is unchecked in sessions "
+            f"{', '.join(w['sessions'])}: {mdtext.text(w['why'])}; nothing is withheld for it "
+            "([comparison.json](comparison/comparison.json#/sampling_undecided))."
+            for w in comparison.get("sampling_undecided", [])]
     if bar.get("confounds"):
         out.append(f"The verdict is CONFOUNDED (the rules alone: {bar['rules_verdict']}): the "
                    "engine ran the arms differently beyond the variable, and the bar did not "
