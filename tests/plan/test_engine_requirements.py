@@ -55,7 +55,12 @@ def test_snakemake_builds_it_before_the_model_and_the_sessions(tmp_path, default
      r"line 2: '--index-url https://example.test/simple' is not a pinned requirement"),
     ("-r other.txt\n", r"line 1: '-r other.txt' is not a pinned requirement"),
     ("", r"pins nothing"),
-    ("vllm @ https://example.test/vllm.whl\n", r"line 1: .* pins no exact version")])
+    ("vllm @ https://example.test/vllm.whl\n", r"line 1: .* pins no exact version"),
+    # pip reads an option behind an environment marker as its own
+    ('vllm==0.26.0 ; python_version >= "3.10" -i https://example.test/simple\n',
+     r"line 1: .* pins no exact version|is not a pinned requirement"),
+    ('vllm==0.26.0 ; python_version >= "3.10" --extra-index-url=https://e.test\n',
+     r"line 1: .* pins no exact version|is not a pinned requirement")])
 def test_a_file_that_does_not_pin_every_package_is_refused(default_config, tmp_path,
                                                            monkeypatch, text, expect):
     monkeypatch.chdir(tmp_path)

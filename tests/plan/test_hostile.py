@@ -194,3 +194,17 @@ def test_an_experiment_may_share_a_name_with_the_snakefile(tmp_path):
     r = subprocess.run([*SNAKEMAKE, "--config", f"experiment={listing}"], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "workflow_session" in r.stdout, r.stderr[-2000:]
+
+
+@pytest.mark.workflow
+def test_no_config_can_switch_knees_reader_off(tmp_path):
+    """Whether the workflow runs as a campaign's module is Snakemake's namespace, not a key: a
+    file (or a --config argument) claiming to be one is read by knee like any other, so its
+    duplicate key and the claim itself are refused."""
+    text = (ROOT / "config" / "config.yaml").read_text()
+    path = tmp_path / "module.yaml"
+    path.write_text(f"knee_source: {path}\n{text}pairs: 1\npairs: 2\n")
+    out = refused([*SNAKEMAKE, "--configfile", str(path)], r"knee_source|duplicate")
+    assert str(path) in out
+    refused([*SNAKEMAKE, "--config", f"knee_source={path}"],
+            r"--config knee_source=.*not a command-line setting")

@@ -17,8 +17,13 @@ def shown_path(path):
     return str(path) if rel.startswith("..") else rel
 
 
-# one of several experiments run together: a module of workflow/rules/experiments.smk
-IN_MODULE = "knee_source" in config
+# one of several experiments run together: a module of workflow/rules/experiments.smk, which
+# names its modules "knee-experiment-*" (Snakemake's namespace, which no config can set) and
+# hands each the config knee read; anywhere else a `knee_source` key is the user's, and knee's
+# reader refuses it like any unknown key
+IN_MODULE = (getattr(workflow.modifier, "namespace", None) or "").startswith(
+    "knee-experiment-"
+)
 if IN_MODULE:
     CONFIG_SOURCE = config.pop("knee_source")
     CONFIG_FILES = [CONFIG_SOURCE]

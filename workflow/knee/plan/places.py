@@ -112,9 +112,30 @@ def check_cpus(cpus: list[int] | None, source: str) -> None:
                             f"machine lets knee use ({usable})")
 
 
+# sbatch options that would change what the session job runs, where, as whom or with which
+# environment: the job is knee's session, in the repository, with knee's environment
+SBATCH_REFUSED = ("wrap", "chdir", "export", "export-file", "get-user-env", "uid", "gid",
+                  "output", "error", "input", "open-mode", "container", "container-id",
+                  "parsable", "test-only", "wait", "dependency", "array", "hold")
+
+
+def check_slurm(config: dict, source: str) -> None:
+    """runtime.session_resources.slurm_extra: sbatch options that leave the job knee's own
+    (the schema already holds it to words --name[=value])."""
+    extra = config["runtime"].get("session_resources", {}).get("slurm_extra", "")
+    for word in extra.split():
+        name = word[2:].split("=", 1)[0]
+        if any(o.startswith(name) for o in SBATCH_REFUSED):
+            raise KneeError(f"{source}: runtime.session_resources.slurm_extra: {word!r}: sbatch "
+                            f"option --{name} (or what it abbreviates) would change what the "
+                            f"session job runs, where or with which environment")
+
+
 REQUIREMENTS_LIMIT = 64 * 1024
+# name==version, an environment marker (no dash in it: pip reads `-i URL` or `--index-url=...`
+# behind a marker as its own option), sha256 hashes
 PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.+!_-]+"
-                    r"(\s*;[^#]*?)?(\s+--hash=sha256:[0-9a-f]{64})*$")
+                    r"(\s*;[A-Za-z0-9_.'\"<>=!~ ()]*?)?(\s+--hash=sha256:[0-9a-f]{64})*$")
 
 
 def requirements_path(value: str, source: str) -> Path:
@@ -172,6 +193,7 @@ def check(config: dict, source: str) -> None:
         raise KneeError(f"{source}: runtime.image: the {runtime.kind} runtime needs an image "
                         "({ref, digest}) to boot")
     check_cache_dir(rt["cache_dir"], source)
+    check_slurm(config, source)
     if "requirements" in rt.get("engine", {}):
         check_requirements(rt["engine"]["requirements"], source)
     fixture = config["instruments"].get("fixture")
