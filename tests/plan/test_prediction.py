@@ -7,7 +7,9 @@ import json
 from knee.plan import config
 from tests.helpers import ROOT, run_knee
 
-REC = {"schema": "knee/recommendation", "status": "recommended", "schedule": [[1, 16, 3]]}
+# a recommendation as `knee recommend` writes one (the published default's)
+REC = json.loads((ROOT / "results" / "ksched-cpu" / "recommend" / "recommendation.json")
+                 .read_text())
 
 
 def planned(tmp_path):
@@ -32,7 +34,7 @@ def test_the_registered_bytes_are_sealed_in_the_folder(tmp_path):
 def test_a_recommendation_changed_after_planning_is_refused_and_nothing_is_sealed(tmp_path):
     source, plan, sealed = planned(tmp_path)
     registered = json.loads(plan.read_text())["prediction"]["sha256"]
-    source.write_text(json.dumps({**REC, "schedule": [[1, 16, 5]]}, indent=2) + "\n")
+    source.write_text(json.dumps({**REC, "generated_by": "another run"}, indent=2) + "\n")
     r = run_knee("prediction", "--plan", plan, "--out", sealed)
     assert r.returncode == 1 and not sealed.exists()
     now = hashlib.sha256(source.read_bytes()).hexdigest()
@@ -47,3 +49,19 @@ def test_a_plan_that_registers_no_prediction_is_refused(tmp_path):
     r = run_knee("prediction", "--plan", plan, "--out", tmp_path / "out.json")
     assert r.returncode == 1 and "registers no prediction (not a verification run)" in r.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+def test_a_prediction_that_is_not_a_recommendation_as_knee_writes_one_is_refused_when_read(
+        tmp_path):
+    """Held to the recommendation schema when the config is read, not at the end of the run."""
+    import pytest
+
+    from knee.core.errors import KneeError
+
+    bad = tmp_path / "recommendation.json"
+    bad.write_text(json.dumps({"schema": "knee/recommendation", "status": "recommended",
+                               "schedule": "k=3 everywhere"}))
+    cfg = {**config.load_raw(ROOT / "config" / "config.yaml"), "prediction": str(bad)}
+    with pytest.raises(KneeError, match=r"verify.yaml: prediction: .*not a recommendation as "
+                                        r"`knee recommend` writes one"):
+        config.plan_config(cfg, "verify.yaml", ROOT)

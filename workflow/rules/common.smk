@@ -176,10 +176,10 @@ def session_outputs(sid):
     return out
 
 
-# the engine CPUs are this machine's only while a session is still to be measured here
+# the engine CPUs and Python are this machine's only while a session is still to be measured here
 if not all(session_done(sid) for sid in SESSIONS):
     try:
-        knee_places.check_cpus_here(PLAN, CONFIG_SOURCE)
+        knee_places.check_here(PLAN, CONFIG_SOURCE)
     except KneeError as e:
         raise WorkflowError(str(e)) from None
 

@@ -20,6 +20,10 @@ OWNED_FLAGS = {
     "speculative-config": "speculative_config (a mapping)",
 }
 OWNED_ENV = {"VLLM_CACHE_ROOT": "runtime.cache_dir"}
+# variables that run other code in every process the engine starts, or change which programs
+# it finds: never from a config
+HIJACK_ENV = ("LD_PRELOAD", "LD_AUDIT", "PYTHONSTARTUP", "PYTHONINSPECT", "BASH_ENV", "ENV",
+              "PATH")
 _ABSENT = object()
 
 
@@ -180,21 +184,35 @@ def check_server(server: dict, where: str, source: str,
                             f"credential through {where}.secret_env (vLLM reads VLLM_API_KEY, "
                             "HF_TOKEN and the like from its environment)")
     engineflags.check_args(server.get("args") or {}, OWNED_FLAGS, where, source, options)
-    for name, value in (server.get("env") or {}).items():
-        if name in OWNED_ENV:
-            raise KneeError(f"{source}: {where}.env.{name}: knee sets it itself; set "
-                            f"{OWNED_ENV[name]} instead")
-        why = secrets.why_secret(value) or (secrets.secret_name(name) and "a credential's name")
-        if why:
-            raise KneeError(f"{source}: {where}.env.{name}: the value looks like a credential "
-                            f"({why}); a secret never goes into a config: name it in "
-                            f"{where}.secret_env: [{name}] and set it in knee's environment")
+    check_env(server.get("env") or {}, f"{where}.env", source, f"{where}.secret_env")
     for flag, value in (server.get("args") or {}).items():
         why = secrets.why_secret(typed(value))
         if why:
             raise KneeError(f"{source}: {where}.args.{flag}: the value looks like a credential "
                             f"({why}); pass it through an environment variable named in "
                             f"{where}.secret_env")
+
+
+def check_env(env: dict, where: str, source: str, secret_key: str) -> None:
+    """An environment a config gives the engine (a server's, an engine environment's): no
+    variable knee sets itself (its own KNEE_* among them), none that runs other code in every
+    process or changes which programs are found, no credential by value or by name."""
+    for name, value in env.items():
+        if name in OWNED_ENV:
+            raise KneeError(f"{source}: {where}.{name}: knee sets it itself; set "
+                            f"{OWNED_ENV[name]} instead")
+        if name.startswith("KNEE_"):
+            raise KneeError(f"{source}: {where}.{name}: knee's own variables are set by knee "
+                            "(its environment), never by a config")
+        if name in HIJACK_ENV or name.startswith("LD_PRELOAD"):
+            raise KneeError(f"{source}: {where}.{name}: a variable that runs other code in "
+                            "every process the engine starts, or changes which programs it "
+                            "finds, is refused")
+        why = secrets.why_secret(value) or (secrets.secret_name(name) and "a credential's name")
+        if why:
+            raise KneeError(f"{source}: {where}.{name}: the value looks like a credential "
+                            f"({why}); a secret never goes into a config: name it in "
+                            f"{secret_key}: [{name}] and set it in knee's environment")
 
 
 def check_servers(config: dict, source: str) -> None:
@@ -205,6 +223,8 @@ def check_servers(config: dict, source: str) -> None:
     # the embedded engine's options are known; an engine environment's or image's are its own
     options = engineflags.recorded() if runtime.engine_env and "engine" not in rt else None
     check_server(config["server"], "server", source, options)
+    check_env(rt.get("engine", {}).get("env") or {}, "runtime.engine.env", source,
+              "server.secret_env")
     for arm in ARMS:
         check_server(config["arms"].get(arm) or {}, f"arms.{arm}", source, options)
     if not runtime.boots and config["variable"] != "none":

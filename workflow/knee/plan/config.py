@@ -72,7 +72,7 @@ def validate_here(path: Path | str) -> dict:
     """What `knee validate-config` checks: the file, its plan, and this machine's CPUs."""
     cfg = load(path)
     make_plan(cfg, str(path))
-    places.check_cpus_here(cfg, str(path))
+    places.check_here(cfg, str(path))
     return cfg
 
 

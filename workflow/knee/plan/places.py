@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -95,13 +96,32 @@ def check_prompts(fixture: dict, source: str, max_model_len: int | None = None) 
             raise KneeError(f"{source}: {e}") from None
 
 
-def check_cpus_here(config: dict, source: str) -> None:
-    """The engine CPUs of a config whose sessions boot on this machine (not in Slurm jobs, which
-    check them on their node): `knee validate-config`, and the workflow while a session of the
-    folder is still to be measured; a folder whose sessions are all measured re-renders on any
-    machine."""
-    if "session_resources" not in config["runtime"]:
-        check_cpus(config["runtime"].get("engine_cpus"), source)
+def check_host(host: str, source: str) -> None:
+    """runtime.host: an IP address written out in full, as the listening check compares it (a
+    name or a shorthand such as `localhost`, "0" or 127.1 would bind where it does not look)."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise KneeError(f"{source}: runtime.host: {host!r} is not an IP address: write the "
+                        "address itself (127.0.0.1, ::1, 0.0.0.0), not a name") from None
+    if str(ip) != host:
+        raise KneeError(f"{source}: runtime.host: {host!r} is a shorthand: write {ip}")
+
+
+def check_here(config: dict, source: str) -> None:
+    """What a config's sessions need of the machine that boots them, its engine CPUs and its
+    engine Python: `knee validate-config`, and the workflow while a session of the folder is
+    still to be measured (not in Slurm jobs, which check on their node); a folder whose
+    sessions are all measured re-renders on any machine."""
+    if "session_resources" in config["runtime"]:
+        return
+    check_cpus(config["runtime"].get("engine_cpus"), source)
+    python = config["runtime"].get("engine", {}).get("python")
+    if python:
+        path = Path(python)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise KneeError(f"{source}: runtime.engine.python: {python!r} is not an executable "
+                            "file on this machine, which would boot the engine with it")
 
 
 def check_cpus(cpus: list[int] | None, source: str) -> None:
@@ -185,13 +205,14 @@ def engine_python(engine: dict) -> str:
 
 
 def check(config: dict, source: str) -> None:
-    """Every path of a validated config, on this machine (its CPUs: check_cpus_here). A session
+    """Every path of a validated config, on this machine (its CPUs and engine Python: check_here). A session
     run elsewhere (a Slurm job) checks its model and CPUs again on its node before it boots."""
     rt = config["runtime"]
     runtime = runtimes.of(config)
     if runtime.image and "image" not in rt:
         raise KneeError(f"{source}: runtime.image: the {runtime.kind} runtime needs an image "
                         "({ref, digest}) to boot")
+    check_host(rt["host"], source)
     check_cache_dir(rt["cache_dir"], source)
     check_slurm(config, source)
     if "requirements" in rt.get("engine", {}):

@@ -17,16 +17,24 @@ from knee.core.errors import KneeError
 
 
 def prediction_ref(path: str, source: str) -> dict:
-    """The recommendation a verification run checks: its file and sha256 (registered)."""
+    """The recommendation a verification run checks: its file and sha256 (registered). Read
+    bounded, a regular file only, and held to the recommendation schema when the config is
+    read, not at the end of the run."""
+    where = f"{source}: prediction: {path!r}"
     try:
-        data = Path(path).read_bytes()
+        data = jsonio.read_bytes(path)
         rec = json.loads(data)
+    except KneeError as e:
+        raise KneeError(f"{where}: {e}") from None
     except (OSError, ValueError) as e:
-        raise KneeError(f"{source}: prediction: {path!r}: unreadable ({e})") from None
+        raise KneeError(f"{where}: unreadable ({e})") from None
     if not isinstance(rec, dict) or rec.get("schema") != "knee/recommendation" \
             or rec.get("status") != "recommended":
-        raise KneeError(f"{source}: prediction: {path!r} is not a recommendation written by "
-                        "`knee recommend`")
+        raise KneeError(f"{where} is not a recommendation written by `knee recommend`")
+    try:
+        jsonio.check("recommendation", rec, where)
+    except KneeError as e:
+        raise KneeError(f"{e} (not a recommendation as `knee recommend` writes one)") from None
     return {"file": path, "sha256": hashlib.sha256(data).hexdigest()}
 
 
@@ -38,8 +46,8 @@ def seal(plan_path: Path, out: Path) -> None:
     if not ref:
         raise KneeError(f"{plan_path}: registers no prediction (not a verification run)")
     try:
-        data = Path(ref["file"]).read_bytes()
-    except OSError as e:
+        data = jsonio.read_bytes(ref["file"])
+    except (OSError, KneeError) as e:
         raise KneeError(f"{plan_path}: prediction: {ref['file']!r}: unreadable ({e})") from None
     digest = hashlib.sha256(data).hexdigest()
     if digest != ref["sha256"]:

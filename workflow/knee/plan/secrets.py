@@ -22,6 +22,8 @@ TOKEN_PREFIX = re.compile(
     r"|glpat-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{8,}|xox[abprs]-[A-Za-z0-9-]{8,}"
     r"|A[KS]IA[A-Z0-9]{12,}|AIza[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)")
 URL_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
+# the same without a scheme, as an image reference carries it (user:password@registry/repo)
+REF_USERINFO = re.compile(r"(?:^|\s)[^/\s:@]+:[^/\s@]+@[A-Za-z0-9][A-Za-z0-9.-]*(?:[/:]|\Z)")
 AUTH_WORD = re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}")
 # a random word: split at separators, so that model names and paths do not read as one
 CANDIDATE = re.compile(r"[A-Za-z0-9+=]{20,}")
@@ -46,7 +48,7 @@ def high_entropy(word: str) -> bool:
 
 def why_secret(value: str) -> str | None:
     """Why a value looks like a credential, or None."""
-    if URL_USERINFO.search(value):
+    if URL_USERINFO.search(value) or REF_USERINFO.search(value):
         return "a URL with a user and password"
     if TOKEN_PREFIX.search(value):
         return "a known token format"
