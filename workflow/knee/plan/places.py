@@ -205,8 +205,9 @@ def engine_python(engine: dict) -> str:
 
 
 def check(config: dict, source: str) -> None:
-    """Every path of a validated config, on this machine (its CPUs and engine Python: check_here). A session
-    run elsewhere (a Slurm job) checks its model and CPUs again on its node before it boots."""
+    """Every path of a validated config, on this machine (its CPUs and engine Python:
+    check_here). A session run elsewhere (a Slurm job) checks its model and CPUs again on its
+    node before it boots."""
     rt = config["runtime"]
     runtime = runtimes.of(config)
     if runtime.image and "image" not in rt:
