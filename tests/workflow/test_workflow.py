@@ -74,7 +74,7 @@ def killed_then_resumed(path: Path, root: Path, env: dict) -> str:
                             stderr=subprocess.STDOUT, text=True, env=env)
     wait_for_traffic(proc, root / "logs" / "engine" / "1-candidate.log", 1200, "candidate")
     control_mtime = (root / "raw" / "1-control" / "sweep.json.gz").stat().st_mtime
-    os.killpg(int((root / ".run" / "1-candidate.pid").read_text()), signal.SIGKILL)
+    os.killpg(int((root / ".run" / "1-candidate.pid").read_text().split()[0]), signal.SIGKILL)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode != 0
     session_log = (root / "logs" / "session" / "1-candidate.log").read_text()
@@ -254,7 +254,7 @@ def test_ctrl_c_during_a_session_stops_the_engine(tmp_path, default_config, resu
     while time.monotonic() < deadline and proc.poll() is None and not pidfile.exists():
         time.sleep(0.2)
     assert pidfile.exists(), "the engine never started"
-    engine_pid = int(pidfile.read_text())
+    engine_pid = int(pidfile.read_text().split()[0])
     time.sleep(3)
     os.killpg(proc.pid, signal.SIGINT)
     proc.wait(timeout=300)

@@ -67,8 +67,10 @@ class Engine(Served):
                 preexec_fn=_child_setup(self.cpus),
             )
         if self.pidfile:
+            # the process's start time beside its id: a cleanup stops that process, never
+            # another that was given the id after it ended
             self.pidfile.parent.mkdir(parents=True, exist_ok=True)
-            self.pidfile.write_text(f"{self.proc.pid}\n")
+            self.pidfile.write_text(f"{self.proc.pid} {start_time(self.proc.pid)}\n")
 
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
@@ -101,17 +103,34 @@ def kill_group(pgid: int, sig: int) -> None:
         pass
 
 
+def start_time(pid: int) -> int | None:
+    """A process's start time (clock ticks after boot, /proc/PID/stat field 22), or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def group_leader(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return False
+
+
 def reap_pidfiles(run_dir: Path) -> list[int]:
-    """Kill engine process groups left behind by a session that could not clean up."""
+    """Kill engine process groups left behind by a session that could not clean up: only the
+    process knee started, known by its id and start time together (a pid file without the
+    time, or whose process started at another time, names a process knee did not start)."""
     killed = []
     for pidfile in sorted(Path(run_dir).glob("*.pid")):
         try:
-            pgid = int(pidfile.read_text().strip())
-            cmdline = Path(f"/proc/{pgid}/cmdline").read_bytes()
+            pgid, started = (int(w) for w in pidfile.read_text(errors="replace").split())
         except (ValueError, OSError):
             pidfile.unlink(missing_ok=True)
             continue
-        if b"vllm" in cmdline:
+        if started == start_time(pgid) and group_leader(pgid):
             kill_group(pgid, signal.SIGTERM)
             time.sleep(2)
             kill_group(pgid, signal.SIGKILL)
