@@ -22,7 +22,7 @@ from knee.core.errors import KneeError
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 # a file knee reads is at most this big as stored, and a compressed one at most READ_LIMIT
 # once expanded: a link to /dev/zero or a bomb is refused, not read until memory runs out
-READ_LIMIT = 1 << 30
+READ_LIMIT = 256 << 20  # a file knee reads, expanded: a raw file of an H200 sweep is 4 MB
 COMPRESSED = ".gz"  # a name ending so is gzip: written compressed, read expanded
 # what an older version of a file lacks, and how to make it anew from the raw files
 REDERIVE = {

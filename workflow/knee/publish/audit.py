@@ -23,13 +23,14 @@ from knee.analyze.folder import (
 )
 from knee.analyze.looks import decide
 from knee.analyze.prom import window_metrics
-from knee.core import jsonio, layout, rawfiles
+from knee.core import folderscan, jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import sha256_file
 from knee.publish import evidence, readme, rendered, tables
 from knee.publish.evidence import diff
 
 MANIFEST = layout.MANIFEST
+MANIFEST_LIMIT = 4 << 20  # a manifest lists a few hundred files
 CRATE = layout.CRATE
 LISTED = (layout.PLAN, layout.README, layout.RECEIPTS, layout.RAW, layout.PROTOCOL,
           layout.COMPARISON_DIR, layout.FIGURES, layout.WORKFLOW, layout.CRATE)
@@ -50,8 +51,11 @@ def check_manifest(root: Path) -> list[str]:
     if not path.is_file():
         return [f"{path}: missing"]
     problems, listed = [], set()
-    for n, line in enumerate(jsonio.read_text(path).splitlines(), 1):
+    for n, line in enumerate(jsonio.read_text(path, MANIFEST_LIMIT).splitlines(), 1):
         digest, _, name = line.partition("  ")
+        if name in listed:
+            problems.append(f"{path}:{n}: {name!r} is listed more than once")
+            continue
         listed.add(name)
         try:
             f = jsonio.in_folder(root, name)
@@ -115,6 +119,8 @@ def audit(root: Path) -> list[str]:
 def examine(root: Path) -> tuple[list[str], list[str]]:
     """(problems, notes): what disagrees, and what the folder could not be checked for."""
     root = Path(root)
+    if unreadable := folderscan.problems(root):
+        return unreadable, []
     plan = jsonio.read(root / layout.PLAN, "plan")
     loaded = load_sessions(plan, root)
     order = [(s["id"], loaded[(s["pair"], s["arm"])]) for s in realized_sessions(plan, root)]
@@ -279,6 +285,8 @@ LINK = re.compile(r"\[([^\]]*)\]\(([^)#]+)#([^)]*)\)")
 def trace(root: Path, query: str) -> list[str]:
     """The chain behind a README number (or a file#pointer): derived -> raw -> boot -> config."""
     root = Path(root)
+    if unreadable := folderscan.problems(root):
+        raise KneeError("the folder cannot be traced:\n  " + "\n  ".join(unreadable))
     plan = jsonio.read(root / layout.PLAN, "plan")
     hits = []
     if "#" in query:
