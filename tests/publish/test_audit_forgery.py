@@ -183,3 +183,19 @@ def test_raw_files_are_held_to_the_hashes_their_stop_receipt_recorded(results):
         "raw/2-control/extra.json: not recorded by receipts/2-control-stop.json",
         "raw/2-control/probe.json: sha256 differs from the one receipts/2-control-stop.json "
         "recorded when the session published"]
+
+
+def test_a_request_record_removed_and_everything_rederived_is_caught_and_invalidates(results):
+    """A folder measured before stop receipts sealed the raw files: one request record taken out
+    of a raw sweep file and every derived file made again with knee's own commands. The server's
+    own counters still count its tokens: the audit names the window, and the comparison (so
+    the verdict) is INVALID."""
+    sweep = results / "raw" / "2-control" / "sweep.json"
+    edit(sweep, lambda raw: raw["points"][0]["records"].pop())
+    rederive(results)
+    out = audited(results)
+    assert "raw/2-control/sweep: the raw records disagree with the server's own counters" in out
+    comparison = json.loads((results / "comparison" / "comparison.json").read_text())
+    assert comparison["verdict"] == "INVALID"
+    assert [w["session"] for w in comparison["counter_disagreements"]] == ["2-control"]
+    assert "disagree with the server's own counters" in (results / "README.md").read_text()

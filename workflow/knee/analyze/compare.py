@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 
 from knee import instruments
-from knee.analyze import covariate, inference, noise, resolved, sampling
+from knee.analyze import covariate, inference, noise, prom, resolved, sampling
 from knee.analyze.stats import decode_rate, mean, pct, point_summary
 from knee.plan.arms import differences, in_variable, shown_variable
 
@@ -310,7 +310,10 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
         for pair, (c, d) in enumerate(pairs, start=1):
             rows += rows_for_pair(pair, c, d, drift, seed, confidence)
         rows += across_pairs(pairs, drift, confidence)
-    head = {"experiment": plan["name"], "verdict": "INVALID" if bad else "VALID",
+    # a server knee booted serves only knee's requests: its counters and the raw records agree
+    counters = prom.counter_disagreements(sessions) if plan["runtime"]["kind"] != "external" \
+        else []
+    head = {"experiment": plan["name"], "verdict": "INVALID" if bad or counters else "VALID",
             "variable": plan["variable"], "fields_checked": checked, "mismatches": bad,
             "rows": rows}
     tail = {"interval_method": inference.METHOD, "noise_method": NOISE_METHOD,
@@ -318,7 +321,8 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
             **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {}),
             **({"gpu": clocks} if (clocks := gpu_clocks(plan, sessions)) else {}),
             **(covariate.section(plan, sessions) if not bad else {}),
-            **engine_side(plan, sessions), **sampling_withheld(plan, sessions)}
+            **engine_side(plan, sessions), **sampling_withheld(plan, sessions),
+            **({"counter_disagreements": counters} if counters else {})}
     sections = derived(sessions, valid=not bad)
     if clash := sorted(set(sections) & (set(head) | set(tail) | {"schema", "schema_version"})):
         raise ValueError(f"an instrument's derived section takes the comparison's own key "

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from knee import instruments
 from knee.analyze import sampling
 from knee.analyze.stats import window_client_summary
-from knee.core import jsonio
+from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import config_default
 
@@ -276,3 +276,36 @@ def window_metrics(raw: dict, boot: dict, before: Path, after: Path,
         speculation=bool(boot["server"].get("speculative_config")),
         knee_threshold=knee_threshold, files=f"{before}, {after}",
         withheld=sampling.withheld(boot))
+
+
+def disagreement(raw: dict, before: str, after: str) -> str | None:
+    """Where an instrument window's raw records do not hold the traffic the server counted (its
+    generation tokens against the output tokens of every record, warm-up included): why, or
+    None. A server knee booted serves nothing else, so the two are equal in every measured
+    window; a record removed from (or added to) a raw file shows here."""
+    records = [r for p in raw["points"] for r in p["records"]]
+    records += (raw.get("warmup") or {}).get("records", [])
+    b = total(parse(before, "the before scrape"), GENERATION)
+    a = total(parse(after, "the after scrape"), GENERATION)
+    client = sum(r["output_tokens"] for r in records)
+    if a is None or b is None or a - b == client:
+        return None
+    return (f"the server counted {a - b:g} generated tokens, the raw records hold {client} "
+            f"({len(records)} requests)")
+
+
+def counter_disagreements(sessions: dict) -> list[dict]:
+    """Every window of every session whose raw records disagree with the server's counters
+    (sessions as knee.analyze.folder.load_sessions gives them)."""
+    out = []
+    for (pair, arm), s in sorted(sessions.items()):
+        for inst, raw in sorted(s["raw"].items()):
+            folder = Path(s["files"][inst]).parent
+            try:
+                before, after = (jsonio.read_text(rawfiles.stored(folder, f"{inst}.{kind}"))
+                                 for kind in ("prom.before", "prom.after"))
+            except KneeError:
+                continue  # a window without its scrapes is refused where they are read
+            if why := disagreement(raw, before, after):
+                out.append({"session": f"{pair}-{arm}", "instrument": inst, "why": why})
+    return out

@@ -115,6 +115,10 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
             f"decode) for sessions {', '.join(w['sessions'])}: {mdtext.text(w['why'])} "
             "([comparison.json](comparison/comparison.json#/sampling_withheld))."
             for w in comparison.get("sampling_withheld", [])]
+    out += [f"{w['session']}/{w['instrument']}: the raw records disagree with the server's "
+            f"own counters ({mdtext.text(w['why'])}), so the comparison is INVALID "
+            "([comparison.json](comparison/comparison.json#/counter_disagreements))."
+            for w in comparison.get("counter_disagreements", [])]
     out += [f"The engine's sampling at temperature {w['temperature']:g} is unchecked in sessions "
             f"{', '.join(w['sessions'])}: {mdtext.text(w['why'])}; nothing is withheld for it "
             "([comparison.json](comparison/comparison.json#/sampling_undecided))."
