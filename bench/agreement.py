@@ -60,7 +60,7 @@ VLLM_DRIVER = """import json, os, sys, traceback
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 from vllm.benchmarks.serve import add_cli_args, main
 parser = FlexibleArgumentParser(); add_cli_args(parser)
-reply = os.fdopen(int(sys.argv[1]), "w")
+reply = os.fdopen(int(sys.argv[1]), "w", encoding="utf-8")
 for line in sys.stdin:
     try:
         main(parser.parse_args(json.loads(line))); reply.write("ok\\n")
@@ -76,13 +76,13 @@ class VllmClient:
     def __init__(self, log: Path, python: str, env: dict):
         self.log = log
         r, w = os.pipe()
-        with log.open("w") as out:
+        with log.open("w", encoding="utf-8") as out:
             self.proc = subprocess.Popen(
                 [python, "-c", VLLM_DRIVER, str(w)], stdin=subprocess.PIPE,
                 stdout=out, stderr=subprocess.STDOUT, pass_fds=(w,), text=True,
                 env={**os.environ, **env, "HF_HUB_OFFLINE": "1"})
         os.close(w)
-        self.replies = os.fdopen(r)
+        self.replies = os.fdopen(r, encoding="utf-8")
 
     def run(self, argv: list[str]) -> None:
         self.proc.stdin.write(json.dumps(argv) + "\n")
@@ -112,7 +112,7 @@ def same_body(model: dict, sampling: dict) -> str:
 def vllm_dataset(texts: list[str], c: int, work: Path) -> Path:
     """The point's prompts as vLLM's custom dataset, written once per point."""
     dataset = work / f"prompts-c{c}.jsonl"
-    dataset.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts))
+    dataset.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts), encoding="utf-8")
     return dataset
 
 
@@ -127,7 +127,7 @@ def vllm_run(base: str, vllm: VllmClient, model: dict, dataset: Path, n: int, c:
               "--num-warmups", str(c), "--request-rate", "inf", "--ignore-eos",
               "--extra-body", same_body(model, sampling), "--disable-tqdm", "--save-result",
               "--save-detailed", "--result-dir", str(work), "--result-filename", out.name])
-    saved = json.loads(out.read_text())
+    saved = json.loads(out.read_text(encoding="utf-8"))
     busy = sum(ttft + sum(itl) for ttft, itl, err in
                zip(saved["ttfts"], saved["itls"], saved["errors"], strict=True) if not err)
     return {"throughput": saved["output_throughput"], "failed": saved.get("failed", 0),

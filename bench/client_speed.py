@@ -95,7 +95,7 @@ def vllm_client(base: str, c: int, n: int, tokens: int, out: Path) -> dict:
     if r.returncode != 0:
         raise SystemExit(f"vllm bench serve failed:\n{r.stderr[-3000:]}")
     cpu = float(r.stdout.strip().splitlines()[-1].split()[-1])
-    saved = json.loads(out.read_text())
+    saved = json.loads(out.read_text(encoding="utf-8"))
     return {"chunks": chunks_sent(base) - sent0, "cpu_s": cpu,
             "wall_s": saved.get("duration", time.perf_counter() - t0),
             "tokens_counted": saved.get("total_output_tokens")}

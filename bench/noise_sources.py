@@ -47,7 +47,7 @@ CONDITIONS = {
 
 
 def config_for(condition: str, pairs: int, out: Path) -> tuple[Path, dict]:
-    cfg = yaml.safe_load((ROOT / "config" / "aa-cpu.yaml").read_text())
+    cfg = yaml.safe_load((ROOT / "config" / "aa-cpu.yaml").read_text(encoding="utf-8"))
     cfg["name"] = f"noise-{condition}"
     cfg["server"]["env"].update(CONDITIONS[condition])
     cfg["protocol"]["pairs"] = pairs
@@ -55,7 +55,7 @@ def config_for(condition: str, pairs: int, out: Path) -> tuple[Path, dict]:
     for name in ("depth", "probe"):
         cfg["instruments"].pop(name, None)
     path = out / f"{cfg['name']}.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     return path, cfg
 
 

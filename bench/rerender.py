@@ -40,7 +40,7 @@ def main() -> int:
     ap.add_argument("--experiment", default="config/config.yaml")
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    name = yaml.safe_load((ROOT / a.experiment).read_text())["name"]
+    name = yaml.safe_load((ROOT / a.experiment).read_text(encoding="utf-8"))["name"]
     raw = ROOT / "results" / name / "raw"
     if not (ROOT / "results" / name / "README.md").exists():
         print(f"results/{name} is not a finished experiment: run it first", file=sys.stderr)

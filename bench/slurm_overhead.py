@@ -70,7 +70,7 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keep", action="store_true", help="keep the two results folders")
     a = ap.parse_args()
-    default = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    default = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))
     work = Path(tempfile.mkdtemp(prefix="knee-slurm-bench-"))
     modes = {"local": ["--cores", "2"], "slurm": ["--profile", "profiles/slurm", "--jobs", "4"]}
     roots = []
@@ -80,7 +80,7 @@ def main() -> int:
             (work / mode).mkdir()
             path = reduced_config(work / mode, yaml.safe_load(yaml.safe_dump(default)),
                                   f"bench-{mode}")
-            name = yaml.safe_load(path.read_text())["name"]
+            name = yaml.safe_load(path.read_text(encoding="utf-8"))["name"]
             root = ROOT / "results" / name
             roots.append(root)
             wall, log = run(argv, path)

@@ -348,6 +348,20 @@ CASES = [
          r"runtime.cache_dir: 'resources/models' .* inside the repository"),
     Case("name-campaign", S("name", "campaign-k7v4-k4-off-k4v3"),
          r"name: 'campaign-k7v4-k4-off-k4v3': names starting 'campaign-' are the folders"),
+    # numbers no setting holds, nesting no config has
+    Case("int-huge", default_text().replace("  pairs: 3\n", "  pairs: " + "9" * 5000 + "\n"),
+         r"an integer of 5000 digits: no setting of knee's is larger than 18 digits"),
+    Case("int-over-64-bits", S("protocol.pairs", 10 ** 30),
+         r"an integer of 31 digits"),
+    Case("deep-nesting", default_text().replace("  pairs: 3\n",
+                                                "  pairs: " + "[" * 500 + "]" * 500 + "\n"),
+         r"nested more than 32 deep"),
+    # text that displays other than it reads
+    Case("bidi-override", S("question", "Is k=5 \u202efaster\u202c?"),
+         r"question: .* holds a control character"),
+    Case("zero-width-name", S("name", "ksched\u200b-cpu"), r"name: .* holds a control character"),
+    Case("c1-control", S("server.args.served-model-name", "m\x9bx"),
+         r"server.args.served-model-name: .* holds a control character"),
     # YAML 1.1 readings
     Case("yaml11-octal", default_text().replace("  pairs: 3\n", "  pairs: 010\n"),
          r"'010' is read by YAML 1.1 as 8 \(octal\): write the number you mean"),

@@ -90,3 +90,33 @@ def test_a_manifest_listing_a_file_twice_says_so(folder):
     text = manifest.read_text()
     manifest.write_text(text + text.splitlines()[0] + "\n")
     refused(folder, "is listed more than once")
+
+
+@pytest.mark.parametrize("name, content, expect", [
+    ("plan.json", b"[1, 2, 3]\n", "plan.json: a JSON list, not the object a knee/plan file is"),
+    ("raw/requests.parquet", b"PAR1 not parquet", "raw/requests.parquet: not a Parquet file"),
+    ("comparison/rows.csv", b"rule,\xff\xfe\n", "comparison/rows.csv: "),
+    ("README.md", b"# \xc3\x28 not UTF-8\n", "README.md: not UTF-8 text"),
+    ("receipts/1-control-stop.json", b'{"schema": "knee/stop", "n": ' + b"9" * 5000 + b"}",
+     "receipts/1-control-stop.json: not JSON"),
+])
+def test_malformed_files_are_named_without_a_traceback(folder, name, content, expect):
+    (folder / name).write_bytes(content)
+    refused(folder, expect)
+
+
+def test_knee_reads_and_writes_utf8_whatever_the_locale(folder, tmp_path):
+    """Under a locale that is not UTF-8 (LC_ALL=C with Python's own coercion off), a config
+    whose question holds non-ASCII text validates and a published folder (its READMEs hold
+    "…" and "−") audits."""
+    import os
+
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0",
+           "PYTHONCOERCECLOCALE": "0", "PYTHONIOENCODING": ""}
+    config = tmp_path / "unicode.yaml"
+    config.write_text((ROOT / "config" / "config.yaml").read_text(encoding="utf-8").replace(
+        "question: ", "question: ±1.5 % — ", 1), encoding="utf-8")
+    r = run_knee("validate-config", config, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run_knee("audit", folder, env=env, timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]

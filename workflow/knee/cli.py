@@ -61,8 +61,9 @@ def engine_options(python: str, env: dict) -> list[str] | None:
     session checks nothing against it, where that parser cannot be read)."""
     from knee.plan import engineflags
 
-    r = subprocess.run([python, "-c", Path(engineflags.__file__).read_text()],
-                       capture_output=True, text=True, check=False, env=env, timeout=300)
+    r = subprocess.run([python, "-c", Path(engineflags.__file__).read_text(encoding="utf-8")],
+                       capture_output=True, text=True,
+                       encoding="utf-8", errors="replace", check=False, env=env, timeout=300)
     options = [line for line in r.stdout.splitlines() if line.startswith("--")]
     return options if r.returncode == 0 and options else None
 

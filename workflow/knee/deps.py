@@ -41,7 +41,7 @@ def imported(node: ast.AST) -> set[str]:
 @cache
 def imports_of(name: str) -> frozenset[str]:
     """The knee modules one module imports (its file parsed once per process)."""
-    return frozenset(imported(ast.parse(module_file(name).read_text())))
+    return frozenset(imported(ast.parse(module_file(name).read_text(encoding="utf-8"))))
 
 
 @cache
@@ -60,7 +60,7 @@ def closure(module: str) -> frozenset[str]:
 def command_modules(command: str) -> set[str]:
     """The knee modules `knee <command>` runs: what cmd_<command> and the cli helpers it calls
     import, and the modules of the names it uses from cli's own imports."""
-    tree = ast.parse((PACKAGE / "cli.py").read_text())
+    tree = ast.parse((PACKAGE / "cli.py").read_text(encoding="utf-8"))
     functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
     top = {}  # a name imported at cli's top level -> its module
     for n in tree.body:

@@ -42,7 +42,7 @@ def schema_file(kind: str) -> dict:
     path = SCHEMA_DIR / f"{kind}.schema.yaml"
     if not path.is_file():
         raise KneeError(f"no schema named {kind!r} in {SCHEMA_DIR}")
-    return yaml.safe_load(path.read_text())
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def _is_integer(_checker, value) -> bool:
@@ -139,7 +139,8 @@ def atomic_write_text(path: Path, text: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes)
+              else os.fdopen(fd, "w", encoding="utf-8")) as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -225,8 +226,11 @@ def read(path: Path, kind: str | None = None) -> dict:
     path = Path(path)
     try:
         data = json.loads(read_text(path))
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise KneeError(f"{path}: not JSON ({e})") from None
+    except (ValueError, RecursionError) as e:  # ValueError: not JSON, or a number too long
+        raise KneeError(f"{path}: not JSON ({str(e)[:200]})") from None
+    if kind is not None and not isinstance(data, dict):
+        raise KneeError(f"{path}: a JSON {type(data).__name__}, not the object a knee/{kind} "
+                        "file is")
     if kind is not None:
         if data.get("schema") != f"knee/{kind}":
             raise KneeError(f"{path}: schema is {data.get('schema')!r}, expected 'knee/{kind}'")

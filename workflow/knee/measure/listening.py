@@ -43,7 +43,7 @@ def listening(pgid: int) -> list[dict]:
     inodes, found = _inodes(pgid), []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
-            lines = Path(table).read_text().splitlines()[1:]
+            lines = Path(table).read_text(encoding="utf-8").splitlines()[1:]
         except OSError:
             continue
         for line in lines:

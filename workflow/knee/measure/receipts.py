@@ -23,7 +23,8 @@ VERSIONS = ("import importlib.metadata as m, json, sys\n"
 def engine_versions(python: str, env: dict) -> dict:
     """The engine environment's Python version and its packages' versions."""
     try:
-        r = subprocess.run([python, "-c", VERSIONS], capture_output=True, text=True, check=False,
+        r = subprocess.run([python, "-c", VERSIONS], capture_output=True, text=True,
+        encoding="utf-8", errors="replace", check=False,
                            env={**os.environ, **env}, timeout=300)
     except OSError as e:
         raise KneeError(f"runtime.engine.python: {python}: cannot run it ({e.strerror or e}); "
@@ -36,7 +37,7 @@ def engine_versions(python: str, env: dict) -> dict:
 def host_boot_id() -> str | None:
     """This machine's boot: a fresh host (a new lease of a GPU machine) has another."""
     try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
 
@@ -44,7 +45,7 @@ def host_boot_id() -> str | None:
 def hardware() -> dict:
     cpu = ""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
@@ -52,7 +53,7 @@ def hardware() -> dict:
         pass
     mem_kb = 0
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
+        for line in Path("/proc/meminfo").read_text(encoding="utf-8").splitlines():
             if line.startswith("MemTotal:"):
                 mem_kb = int(line.split()[1])
     except OSError:
@@ -62,7 +63,8 @@ def hardware() -> dict:
              "boot_id": host_boot_id()}
     if shutil.which("nvidia-smi"):
         r = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
-                            "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+                            "--format=csv,noheader"], capture_output=True, text=True,
+                            encoding="utf-8", errors="replace", timeout=30)
         facts["gpus"] = [line.strip() for line in r.stdout.splitlines() if line.strip()]
     return facts
 
@@ -92,7 +94,7 @@ def slurm_allocation(job_id: str) -> dict:
     """The job's allocation as the controller reports it (the step's env does not carry all)."""
     try:
         r = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True,
-                           text=True, timeout=15)
+                           text=True, encoding="utf-8", errors="replace", timeout=15)
     except (OSError, subprocess.TimeoutExpired) as e:
         return {"error": f"scontrol: {e}"}
     if r.returncode != 0:

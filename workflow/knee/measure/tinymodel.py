@@ -38,7 +38,7 @@ def corpus(seed: int, prompt_dir: Path | None, lines: int = 4000) -> list[str]:
     if prompt_dir and prompt_dir.is_dir():
         for path in sorted(prompt_dir.rglob("*")):
             if path.is_file():
-                text.extend(path.read_text().splitlines())
+                text.extend(path.read_text(encoding="utf-8").splitlines())
     return text
 
 
@@ -103,7 +103,8 @@ def build(out: Path, seed: int, layers: int, hidden: int, heads: int, vocab_size
                 **{k: v for k, v in shape.items() if k != "weights"}}
         if not shape.get("weights", True):
             card["weights"] = "none: the engine draws random weights (load-format dummy)"
-        (tmp / "knee-model.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
+        (tmp / "knee-model.json").write_text(
+            json.dumps(card, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)

@@ -158,10 +158,12 @@ def workflow_commit(repo: Path | str = ".") -> dict:
         if re.fullmatch(r"[0-9a-f]{40}", stated) else {"commit": None, "dirty": None}
     try:
         head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, timeout=30)
+                              capture_output=True, text=True,
+                              encoding="utf-8", errors="replace", timeout=30)
         status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain",
                                  "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=30)
+                                capture_output=True, text=True,
+                                encoding="utf-8", errors="replace", timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return fallback
     if head.returncode != 0:
@@ -300,7 +302,7 @@ def check_bound(plan: dict, root: Path | str, source: str) -> None:
     if not path.is_file() or not measured(root):
         return
     try:
-        old = json.loads(path.read_text())
+        old = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise KneeError(f"{path}: unreadable ({e}); knee does not plan over a measured "
                         "experiment") from None
@@ -319,7 +321,7 @@ def write_plan(path: Path | str, plan: dict) -> None:
     """plan.json, written before the first boot; after it only ever written again unchanged."""
     path = Path(path)
     if path.is_file() and measured(path.parent):
-        old = json.loads(path.read_text())
+        old = json.loads(path.read_text(encoding="utf-8"))
         fresh = json.loads(json.dumps(plan))
         if {k: v for k, v in old.items() if k in fresh and k != "workflow"} != \
                 {k: v for k, v in fresh.items() if k != "workflow"}:

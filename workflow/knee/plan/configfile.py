@@ -22,8 +22,13 @@ from knee.core.errors import KneeError
 MAX_BYTES = 1 << 20
 MAX_ALIASES = 64
 MAX_NODES = 20_000  # values after aliases are expanded; a config has a few hundred
-# control characters: a newline in a name splits a shell command; multi-line text only here
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+MAX_DEPTH = 32  # nesting of mappings and lists; a config nests five deep
+MAX_DIGITS = 18  # an integer setting of knee's fits in 64 bits (and in a float's 53 when small)
+# control characters: a newline in a name splits a shell command; multi-line text only here.
+# With them C1 controls, bidirectional overrides and isolates (text that displays other than it
+# reads) and zero-width characters (names that look alike and differ)
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u2069\ufeff]")
 MULTILINE = {"question"}
 # YAML 1.2 plain scalars: a number written as one, true or false; YAML 1.1 (PyYAML) would also
 # read 010 as 8, 0x10 as 16, 1_000 as 1000, 10:00 as 600 and yes, no, on and off as booleans
@@ -53,6 +58,7 @@ class _Loader(yaml.SafeLoader):
         super().__init__(stream)
         self.source = source
         self.aliases = 0
+        self.depth = 0
 
     def at(self, mark) -> str:
         return f"{self.source}:{mark.line + 1}:{mark.column + 1}"
@@ -64,7 +70,15 @@ class _Loader(yaml.SafeLoader):
                 mark = self.peek_event().start_mark
                 raise KneeError(f"{self.at(mark)}: more than {MAX_ALIASES} YAML aliases (*name): "
                                 "write the values out")
-        return super().compose_node(parent, index)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise KneeError(f"{self.at(mark)}: nested more than {MAX_DEPTH} deep: a config is a "
+                            "few levels of settings")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
     def construct_mapping(self, node, deep=False):
         seen: dict[Any, Any] = {}
@@ -86,6 +100,10 @@ class _Loader(yaml.SafeLoader):
                         f"{read!r} ({how}): {how_to_write(node.value, read)}")
 
     def construct_strict_int(self, node):
+        digits = len(node.value.lstrip("+-"))
+        if PLAIN_INT.match(node.value) and digits > MAX_DIGITS:
+            raise KneeError(f"{self.at(node.start_mark)}: an integer of {digits} digits: no "
+                            f"setting of knee's is larger than {MAX_DIGITS} digits")
         read = self.construct_yaml_int(node)
         if not PLAIN_INT.match(node.value):
             self._refuse(node, read, _yaml_11(node.value))

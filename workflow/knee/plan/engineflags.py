@@ -26,7 +26,7 @@ OUTSIDE_THE_PLAN = {"config": "vLLM's --config reads settings from a file that n
 @cache
 def recorded() -> frozenset[str]:
     """The embedded engine's long options, without their dashes."""
-    lines = RECORDED.read_text().splitlines()
+    lines = RECORDED.read_text(encoding="utf-8").splitlines()
     return frozenset(x[2:] for x in lines if x.startswith("--"))
 
 

@@ -199,7 +199,7 @@ def check_window(root: Path, sid: str, inst: str, session: dict, plan: dict) -> 
 def check_readme(root: Path, text: str) -> list[str]:
     """README.md against its rendering from the recomputed files, line by line."""
     problems = []
-    published = (root / layout.README).read_text().splitlines()
+    published = jsonio.read_text(root / layout.README).splitlines()
     differing = [(n, a, b) for n, (a, b) in
                  enumerate(zip(published, text.splitlines(), strict=False), 1) if a != b]
     for n, a, b in differing[:10]:
@@ -247,7 +247,7 @@ def check_recommendation(root: Path, plan: dict) -> list[str]:
              "verify.yaml": recommend_out.verify_text(stored, plan,
                                                       recommend_out.config_of(root))}
     for name, text in texts.items():
-        if (folder / name).read_text() != text:
+        if jsonio.read_text(folder / name) != text:
             problems.append(f"{layout.RECOMMEND}/{name}: differs from the recomputation")
     return problems + rendered.recommend_figure(root, stored)
 

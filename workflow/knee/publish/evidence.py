@@ -210,7 +210,7 @@ def git_history(root: Path, plan: dict) -> list[str]:
     before any raw file was (the registration as git shows it)."""
     def git(*argv: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", "-C", str(root), *argv], capture_output=True, text=True,
-                              timeout=60, check=False)
+                              encoding="utf-8", errors="replace", timeout=60, check=False)
 
     if git("rev-parse", "--is-inside-work-tree").returncode != 0:
         return ["git: the folder is not in a git repository; its history cannot be read"]

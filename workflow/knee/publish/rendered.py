@@ -22,7 +22,7 @@ def texts(root: Path, comparison: dict, bar: dict) -> list[str]:
         path = Path(root) / name
         if not path.is_file():
             problems.append(f"{name}: missing")
-        elif path.read_text() != text:
+        elif jsonio.read_text(path) != text:
             problems.append(f"{name}: differs from its rendering from the recomputed comparison "
                             "and bar")
     return problems
@@ -37,7 +37,7 @@ def same_files(made: Path, kept: Path, shown: str) -> list[str]:
         mine = kept / f.name
         if not mine.is_file():
             problems.append(f"{shown}/{f.name}: missing")
-        elif mine.read_bytes() != f.read_bytes():
+        elif jsonio.read_bytes(mine) != f.read_bytes():
             problems.append(f"{shown}/{f.name}: differs from the figure rendered again from "
                             "the recomputed files")
     return problems

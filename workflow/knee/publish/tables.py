@@ -10,6 +10,7 @@ import pandas as pd
 
 from knee.analyze import stats
 from knee.core import jsonio, layout
+from knee.core.errors import KneeError
 
 # every column, what it holds (config/README.md shows this table; a test checks they agree)
 ROW_COLUMNS = {
@@ -115,7 +116,10 @@ def check(root: Path, comparison: dict, sessions: dict) -> list[str]:
         problems.append(f"{layout.ROWS}: missing (re-render: knee tables)")
     else:
         fresh = csv_text(comparison_rows(comparison)).splitlines()
-        stored = rows.read_text().splitlines()
+        try:
+            stored = jsonio.read_text(rows).splitlines()
+        except KneeError as e:
+            return [*problems, f"{layout.ROWS}: {e}"]
         bad = [n for n, (a, b) in enumerate(zip(stored, fresh, strict=False), 1) if a != b]
         if bad or len(stored) != len(fresh):
             line = bad[0] if bad else min(len(stored), len(fresh)) + 1
@@ -123,7 +127,11 @@ def check(root: Path, comparison: dict, sessions: dict) -> list[str]:
     if not requests.is_file():
         return [*problems, f"{layout.REQUESTS}: missing (re-render: knee tables)"]
     fresh = pd.read_parquet(io.BytesIO(parquet_bytes(request_rows(sessions))))
-    stored = pd.read_parquet(requests)
+    try:
+        stored = pd.read_parquet(io.BytesIO(jsonio.read_bytes(requests)))
+    except (KneeError, OSError, ValueError) as e:  # pyarrow's errors are OSError/ValueError
+        return [*problems, f"{layout.REQUESTS}: not a Parquet file knee can read "
+                           f"({str(e)[:200]})"]
     if list(stored.columns) != list(fresh.columns) or len(stored) != len(fresh):
         return [*problems, f"{layout.REQUESTS}: {len(stored)} rows x {list(stored.columns)}"
                            f" != {len(fresh)} x {list(fresh.columns)} from the raw files"]

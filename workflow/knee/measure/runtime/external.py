@@ -33,7 +33,8 @@ class External(Served):
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        self.log.write_text(f"knee did not boot this server and keeps no log of it: {self.url}\n")
+        self.log.write_text(
+            f"knee did not boot this server and keeps no log of it: {self.url}\n", encoding="utf-8")
 
     def exited(self) -> int | None:
         """None while /health answers 200; else -1 (a server knee did not start has no exit

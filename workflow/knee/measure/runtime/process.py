@@ -70,7 +70,8 @@ class Engine(Served):
             # the process's start time beside its id: a cleanup stops that process, never
             # another that was given the id after it ended
             self.pidfile.parent.mkdir(parents=True, exist_ok=True)
-            self.pidfile.write_text(f"{self.proc.pid} {start_time(self.proc.pid)}\n")
+            self.pidfile.write_text(
+                f"{self.proc.pid} {start_time(self.proc.pid)}\n", encoding="utf-8")
 
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
@@ -106,7 +107,7 @@ def kill_group(pgid: int, sig: int) -> None:
 def start_time(pid: int) -> int | None:
     """A process's start time (clock ticks after boot, /proc/PID/stat field 22), or None."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
         return int(stat[stat.rindex(")") + 2:].split()[19])
     except (OSError, ValueError, IndexError):
         return None
