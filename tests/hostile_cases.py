@@ -388,6 +388,11 @@ COMMAND_LINE = [
      r"experiment name"),
     ("config-missing-file", ["--config", "experiment=config/nope.yaml"],
      r"config/nope.yaml: cannot read config"),
+    ("experiments-nested", ["--config", "experiments=[[config/k7v4.yaml]]"],
+     r"experiments\[0\]: .* is not the file name of an experiment config"),
+    ("experiments-last-missing", ["--config", "experiments=[config/k7v4.yaml,config/k4-off.yaml,"
+                                  "config/nope.yaml]"],
+     r"experiments\[2\]: config/nope.yaml: cannot read config"),
     ("published-overwrite", ["--config", "experiment=config/ksched.yaml", "name=ksched-cpu"],
      r"results/ksched-cpu was measured from another config"),
 ]

@@ -144,3 +144,38 @@ def test_a_value_of_several_forms_is_explained_by_the_form_it_has(default_config
     with pytest.raises(KneeError) as e:
         config.validate(default_config, "c.yaml")
     assert f"c.yaml: {message}" in str(e.value)
+
+
+def test_a_measured_folder_without_its_plan_is_never_planned_again(tmp_path):
+    """Boot receipts but no plan.json: the sessions were measured under a plan that is gone;
+    knee refuses to make one over them (by the workflow's check and by write_plan alike)."""
+    import pytest
+
+    from knee.core.errors import KneeError
+
+    root = tmp_path / "ksched-cpu"
+    (root / "receipts").mkdir(parents=True)
+    (root / "receipts" / "1-control-boot.json").write_text("{}")
+    checked, plan = config.plan_config(config.load_raw(ROOT / "config" / "config.yaml"),
+                                       "c.yaml", ROOT)
+    with pytest.raises(KneeError, match=r"plan.json: missing from a folder whose sessions have "
+                                        r"booted"):
+        config.check_bound(plan, root, "c.yaml")
+    with pytest.raises(KneeError, match=r"knee never plans a measured experiment again"):
+        config.write_plan(root / "plan.json", plan)
+    assert not (root / "plan.json").exists()
+
+
+def test_two_lists_of_experiments_never_share_a_campaign_page(tmp_path):
+    """[a-b, c] and [a, b-c] join to the same folder name: the page already there for the one
+    list is refused to the other, never overwritten."""
+    from knee.plan import configfile
+
+    folder = tmp_path / configfile.campaign_folder(["a-b", "c"])
+    assert folder.name == configfile.campaign_folder(["a", "b-c"])
+    folder.mkdir()
+    (folder / "README.md").write_text("# Campaign: a-b, c\n\nthe table\n")
+    configfile.check_campaign_page(str(folder), ["a-b", "c"])  # its own list: re-rendered
+    with pytest.raises(KneeError, match=r"the campaign page of other experiments \('# Campaign: "
+                                        r"a-b, c'\) has the folder these \(a, b-c\) would write"):
+        configfile.check_campaign_page(str(folder), ["a", "b-c"])

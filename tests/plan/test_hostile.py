@@ -208,3 +208,17 @@ def test_no_config_can_switch_knees_reader_off(tmp_path):
     assert str(path) in out
     refused([*SNAKEMAKE, "--config", f"knee_source={path}"],
             r"--config knee_source=.*not a command-line setting")
+
+
+@pytest.mark.workflow
+def test_a_results_folder_that_links_out_of_the_tree_is_never_written_through(tmp_path):
+    name = f"hostile-link-{uuid.uuid4().hex[:6]}"
+    link = ROOT / "results" / name
+    link.symlink_to(tmp_path)
+    try:
+        out = refused([*SNAKEMAKE, "--config", "experiment=config/config.yaml", f"name={name}"],
+                      rf"results/{name} is a symbolic link to .*outside")
+        assert "never through a link" in out
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        link.unlink()

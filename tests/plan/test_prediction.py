@@ -65,3 +65,4 @@ def test_a_prediction_that_is_not_a_recommendation_as_knee_writes_one_is_refused
     with pytest.raises(KneeError, match=r"verify.yaml: prediction: .*not a recommendation as "
                                         r"`knee recommend` writes one"):
         config.plan_config(cfg, "verify.yaml", ROOT)
+

@@ -38,6 +38,7 @@ def at(path):
 
 
 try:
+    knee_places.check_results_folder(R, CONFIG_SOURCE)
     knee_config.check_bound(PLAN, R, CONFIG_SOURCE)
 except KneeError as e:
     raise WorkflowError(str(e)) from None

@@ -8,10 +8,11 @@ from knee import deps as knee_deps
 from knee.core import layout as knee_layout
 from knee.core.errors import KneeError
 
-if not isinstance(config["experiments"], list) or not config["experiments"]:
-    raise WorkflowError(
-        f"experiments: a list of experiment config files is needed, not {config['experiments']!r}"
-    )
+try:
+    # every entry a file name of a regular file, checked before any is read
+    knee_configfile.check_experiment_list(config["experiments"])
+except KneeError as e:
+    raise WorkflowError(str(e)) from None
 EXPERIMENTS = {}
 MODELS = set()
 for path in config["experiments"]:
@@ -53,6 +54,10 @@ for path in config["experiments"]:
 
 
 CAMPAIGN = f"results/{knee_configfile.campaign_folder(EXPERIMENTS)}"
+try:
+    knee_configfile.check_campaign_page(CAMPAIGN, list(EXPERIMENTS))
+except KneeError as e:
+    raise WorkflowError(str(e)) from None
 
 
 rule campaign:

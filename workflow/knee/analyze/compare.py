@@ -311,8 +311,8 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
             rows += rows_for_pair(pair, c, d, drift, seed, confidence)
         rows += across_pairs(pairs, drift, confidence)
     # a server knee booted serves only knee's requests: its counters and the raw records agree
-    counters = prom.counter_disagreements(sessions) if plan["runtime"]["kind"] != "external" \
-        else []
+    booted = (plan.get("runtime") or {}).get("kind") != "external"
+    counters = prom.counter_disagreements(sessions) if booted else []
     head = {"experiment": plan["name"], "verdict": "INVALID" if bad or counters else "VALID",
             "variable": plan["variable"], "fields_checked": checked, "mismatches": bad,
             "rows": rows}

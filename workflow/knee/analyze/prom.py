@@ -300,6 +300,8 @@ def counter_disagreements(sessions: dict) -> list[dict]:
     out = []
     for (pair, arm), s in sorted(sessions.items()):
         for inst, raw in sorted(s["raw"].items()):
+            if inst not in (s.get("files") or {}):
+                continue  # sessions made in memory (simulations) have no scrapes
             folder = Path(s["files"][inst]).parent
             try:
                 before, after = (jsonio.read_text(rawfiles.stored(folder, f"{inst}.{kind}"))

@@ -299,8 +299,10 @@ def check_bound(plan: dict, root: Path | str, source: str) -> None:
     """A results folder belongs to the config in its plan.json: once a session has booted
     there, another config under the same name is refused."""
     path = Path(root) / layout.PLAN
-    if not path.is_file() or not measured(root):
+    if not measured(root):
         return
+    if not path.is_file():
+        raise missing_plan(path)
     try:
         old = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -317,9 +319,18 @@ def check_bound(plan: dict, root: Path | str, source: str) -> None:
         f"(name: in the file, or --config name=NEW). What differs:\n  {shown}")
 
 
+def missing_plan(path: Path) -> KneeError:
+    return KneeError(f"{path}: missing from a folder whose sessions have booted: the plan they "
+                     "were measured under is gone, and knee never plans a measured experiment "
+                     "again; restore plan.json (git checkout, or the copy you brought back) "
+                     "or measure under a new name")
+
+
 def write_plan(path: Path | str, plan: dict) -> None:
     """plan.json, written before the first boot; after it only ever written again unchanged."""
     path = Path(path)
+    if not path.is_file() and measured(path.parent):
+        raise missing_plan(path)
     if path.is_file() and measured(path.parent):
         old = json.loads(path.read_text(encoding="utf-8"))
         fresh = json.loads(json.dumps(plan))

@@ -277,6 +277,46 @@ def campaign_folder(names: list[str]) -> str:
     return f"{CAMPAIGN}{len(names)}-experiments-{digest}"
 
 
+MAX_EXPERIMENTS = 64
+
+
+def check_experiment_list(entries: Any) -> None:
+    """`experiments:` is a list of at most MAX_EXPERIMENTS file names, each naming a regular
+    file: all of them checked before the first is read, so a bad entry at the end of a long
+    list is found at once."""
+    if not isinstance(entries, list) or not entries:
+        raise KneeError(f"experiments: a list of experiment config files is needed, not "
+                        f"{str(entries)[:200]!r}")
+    if len(entries) > MAX_EXPERIMENTS:
+        raise KneeError(f"experiments: {len(entries)} files; one invocation runs at most "
+                        f"{MAX_EXPERIMENTS} (split the campaign)")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, str) or not entry or CONTROL.search(entry):
+            raise KneeError(f"experiments[{i}]: {str(entry)[:200]!r} is not the file name of an "
+                            "experiment config (a list holds file names, not lists or values)")
+        try:
+            regular = stat.S_ISREG(Path(entry).stat().st_mode)
+        except OSError as e:
+            raise KneeError(f"experiments[{i}]: {entry}: cannot read config: "
+                            f"{e.strerror or e}") from None
+        if not regular:
+            raise KneeError(f"experiments[{i}]: {entry}: not a regular file")
+
+
+def check_campaign_page(folder: str, names: list[str]) -> None:
+    """Two different lists of experiments never share a campaign page: a page already there
+    for other experiments (their names joined the same way) is refused, not overwritten."""
+    page = Path(folder) / "README.md"
+    if not page.is_file():
+        return
+    with open(page, "rb") as f:
+        first = f.readline(4096).decode("utf-8", "replace").strip()
+    if first != f"# Campaign: {', '.join(names)}":
+        raise KneeError(f"{page}: the campaign page of other experiments ({first[:300]!r}) has "
+                        f"the folder these ({', '.join(names)}) would write; run them under "
+                        "other names or move that page away")
+
+
 def check_name(name: Any, source: str) -> str:
     from knee.core.jsonio import schema_file
 

@@ -96,6 +96,17 @@ def check_prompts(fixture: dict, source: str, max_model_len: int | None = None) 
             raise KneeError(f"{source}: {e}") from None
 
 
+def check_results_folder(root: Path | str, source: str) -> None:
+    """results/ and results/NAME are where they are: a link that leads out of the working
+    directory would have every output written elsewhere."""
+    here = Path.cwd().resolve()
+    for path in (Path(root).parent, Path(root)):
+        if path.is_symlink() and not inside(path.resolve(), here):
+            raise KneeError(f"{source}: {path} is a symbolic link to {path.resolve()}, outside "
+                            f"{here}: knee writes a results folder where it is, never through "
+                            "a link; remove the link or choose another name")
+
+
 def check_host(host: str, source: str) -> None:
     """runtime.host: an IP address written out in full, as the listening check compares it (a
     name or a shorthand such as `localhost`, "0" or 127.1 would bind where it does not look)."""
