@@ -348,6 +348,9 @@ CASES = [
          r"runtime.cache_dir: 'resources/models' .* inside the repository"),
     Case("name-campaign", S("name", "campaign-k7v4-k4-off-k4v3"),
          r"name: 'campaign-k7v4-k4-off-k4v3': names starting 'campaign-' are the folders"),
+    # an argv the operating system cannot start
+    Case("argv-word-too-long", S("server.args.hf-overrides", {"note": "a" * 140_000}),
+         r"arms.control: --hf-overrides .*: \d+ bytes, over the 131071 one argument"),
     # numbers no setting holds, nesting no config has
     Case("int-huge", default_text().replace("  pairs: 3\n", "  pairs: " + "9" * 5000 + "\n"),
          r"an integer of 5000 digits: no setting of knee's is larger than 18 digits"),

@@ -328,3 +328,12 @@ def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_comp
     assert compare.instrument_speed(comparison["host_speed"], "depth") is None
     del comparison["host_speed"]
     assert readme.predicted(vplan, comparison, registered)["speed"] is None
+
+
+def test_the_verification_of_an_experiment_with_a_long_name_has_a_valid_name():
+    root, rec = schedule_rec()
+    plan = {**jsonio.read(root / "plan.json", "plan"), "name": "k" * 100}
+    cfg = recommend_out.verify_config(rec, plan, config.load_raw(ROOT / "config" / "config.yaml"),
+                                      root / "recommend" / "recommendation.json")
+    assert cfg["name"] == "k" * 93 + "-verify"
+    assert config.validate(cfg, "verify.yaml")["name"] == cfg["name"]

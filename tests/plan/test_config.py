@@ -179,3 +179,16 @@ def test_two_lists_of_experiments_never_share_a_campaign_page(tmp_path):
     with pytest.raises(KneeError, match=r"the campaign page of other experiments \('# Campaign: "
                                         r"a-b, c'\) has the folder these \(a, b-c\) would write"):
         configfile.check_campaign_page(str(folder), ["a", "b-c"])
+
+
+def test_merged_config_files_are_bounded_before_any_is_read(tmp_path):
+    from knee.plan import configfile
+
+    many = [str(ROOT / "config" / "config.yaml")] * (configfile.MAX_FILES + 1)
+    with pytest.raises(KneeError, match=r"--configfile: 17 files; an experiment is merged from "
+                                        r"at most 16"):
+        configfile.load_all(many)
+    big = tmp_path / "big.yaml"
+    big.write_text("# " + "x" * (configfile.MAX_BYTES // 2) + "\nname: a\n")
+    with pytest.raises(KneeError, match=r"bytes together, more than a config's limit"):
+        configfile.load_all([big, big, big])

@@ -272,3 +272,25 @@ def server_argv(python: str, arm: dict, model_path: str, served_name: str,
     if arm.get("speculative_config"):
         argv += ["--speculative-config", _flag_value(arm["speculative_config"])]
     return argv
+
+
+ARG_LIMIT = 128 * 1024 - 1  # Linux's MAX_ARG_STRLEN: one word of an argv, its NUL included
+ARGV_LIMIT = 1 << 20  # the whole argv, well under ARG_MAX with the environment beside it
+
+
+def check_argv(arms: dict, source: str) -> None:
+    """Each arm's engine argv is one the operating system can start (a word over 128 KiB, or
+    an argv of megabytes, fails the exec after the session has begun)."""
+    for name, arm in arms.items():
+        argv = server_argv("python", arm, "model", "served", "127.0.0.1", 8000)
+        for word in argv:
+            if len(word.encode()) > ARG_LIMIT:
+                flag = next((w for w in reversed(argv[:argv.index(word)])
+                             if w.startswith("--")), "")
+                raise KneeError(f"{source}: arms.{name}: {flag} {word[:60]!r}...: "
+                                f"{len(word.encode())} bytes, over the {ARG_LIMIT} one argument "
+                                "of a program may have")
+        if sum(len(w.encode()) + 1 for w in argv) > ARGV_LIMIT:
+            raise KneeError(f"{source}: arms.{name}: the engine's arguments are over "
+                            f"{ARGV_LIMIT} bytes together")
+

@@ -16,6 +16,7 @@ from knee.core.jsonio import check
 from knee.plan import adjust, configfile, models, places, runtimes, secrets, stopping
 from knee.plan.arms import (
     ARMS,
+    check_argv,
     check_one_variable,
     check_servers,
     differences,
@@ -207,6 +208,7 @@ def make_plan(config: dict, config_path: str = "config") -> dict:
     check_no_credential(config, config_path)
     configfile.check_reserved(config["name"], config_path)
     arms = resolve_arms(config)
+    check_argv(arms, config_path)
     check_one_variable(arms, config["variable"], config_path)
     check_bar(config, config_path)
     check_depths(config, arms, config_path)

@@ -248,8 +248,24 @@ def merge(into: dict, other: dict) -> dict:
     return into
 
 
+MAX_FILES = 16  # --configfile files merged into one experiment
+
+
 def load_all(paths: list[Path | str]) -> dict:
-    """Several experiment files read as one, merged in order as Snakemake merges them."""
+    """Several experiment files read as one, merged in order as Snakemake merges them: at most
+    MAX_FILES of them and MAX_BYTES together, both checked before any is read."""
+    if len(paths) > MAX_FILES:
+        raise KneeError(f"--configfile: {len(paths)} files; an experiment is merged from at most "
+                        f"{MAX_FILES}")
+    sizes = []
+    for path in paths:
+        try:
+            sizes.append(Path(path).stat().st_size)
+        except OSError as e:
+            raise KneeError(f"{path}: cannot read config: {e.strerror or e}") from None
+    if sum(sizes) > MAX_BYTES:
+        raise KneeError(f"{source_of([str(p) for p in paths])}: {sum(sizes)} bytes "
+                        f"together, more than a config's limit of {MAX_BYTES}")
     data: dict = {}
     for path in paths:
         merge(data, load(path))

@@ -21,7 +21,9 @@ TOKEN_PREFIX = re.compile(
     r"(?<![A-Za-z0-9])(hf_[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,}"
     r"|glpat-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{8,}|xox[abprs]-[A-Za-z0-9-]{8,}"
     r"|A[KS]IA[A-Z0-9]{12,}|AIza[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)")
-URL_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
+# (the scheme starts where no scheme character precedes it: a long word is scanned once, not
+# once per character)
+URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
 # the same without a scheme, as an image reference carries it (user:password@registry/repo)
 REF_USERINFO = re.compile(r"(?:^|\s)[^/\s:@]+:[^/\s@]+@[A-Za-z0-9][A-Za-z0-9.-]*(?:[/:]|\Z)")
 AUTH_WORD = re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}")

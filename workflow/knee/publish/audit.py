@@ -137,8 +137,8 @@ def examine(root: Path) -> tuple[list[str], list[str]]:
             windows.append(stored)
             sources.append(f"results/{plan['name']}/{layout.metrics(sid, inst)}")
     comparison = compare.compare(plan, loaded)
-    problems += [f"raw/{w['session']}/{w['instrument']}: the raw records disagree with the "
-                 f"server's own counters: {w['why']}"
+    problems += [f"{layout.raw_dir(w['session'])}/{w['instrument']}: the raw records disagree "
+                 f"with the server's own counters: {w['why']}"
                  for w in comparison.get("counter_disagreements", [])]
     stored = jsonio.read(root / layout.COMPARISON, "comparison")
     problems += [f"{layout.COMPARISON}#{p}: differs from the recomputation"

@@ -16,6 +16,7 @@ from knee.core.errors import KneeError
 from knee.plan import configfile
 
 SCHEDULE_KEY = "speculative_config.num_speculative_tokens_per_batch_size"
+NAME_LIMIT = jsonio.schema_file("config")["properties"]["name"]["maxLength"]
 K_KEY = "speculative_config.num_speculative_tokens"
 PARITY_PCT = 5.0
 
@@ -88,6 +89,13 @@ def verify_bar(rec: dict, alpha: float) -> dict:
     return {"alpha": alpha, "rules": rules}
 
 
+def verify_name(name: str) -> str:
+    """The verification experiment's name: the measured one and -verify, within the 100
+    characters a name may have (a long name is shortened before the suffix)."""
+    suffix = "-verify"
+    return name[:NAME_LIMIT - len(suffix)] + suffix
+
+
 def verify_config(rec: dict, plan: dict, config: dict, rec_path: Path) -> dict:
     """The verification experiment: the measured config with the k settings replaced."""
     spec, arms, variable = verify_arms(rec, plan)
@@ -95,7 +103,7 @@ def verify_config(rec: dict, plan: dict, config: dict, rec_path: Path) -> dict:
            if k not in ("name", "question", "variable", "arms", "bar")}
     out["server"]["speculative_config"] = spec
     sched = rec["schedule"]
-    head = {"name": f"{plan['name']}-verify",
+    head = {"name": verify_name(plan["name"]),
             "question": (f"Does the schedule {sched} recommended from {plan['name']} deliver "
                          f"the predicted throughput at each concurrency against fixed "
                          f"k={rec['best_fixed_k']}?"),
