@@ -120,3 +120,18 @@ def test_knee_reads_and_writes_utf8_whatever_the_locale(folder, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     r = run_knee("audit", folder, env=env, timeout=300)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+
+
+def test_an_untouched_folder_audits_under_a_2_gib_memory_cap(folder):
+    import resource
+    import subprocess
+
+    from tests.helpers import KNEE
+
+    def capped():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    r = subprocess.run([*KNEE, "audit", str(folder)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300, preexec_fn=capped)
+    said = r.stdout + r.stderr
+    assert r.returncode == 0 and said.rstrip().endswith(": OK"), said[-2000:]

@@ -162,8 +162,10 @@ def read_bytes(path: Path | str, limit: int = READ_LIMIT) -> bytes:
         raise KneeError(f"{path}: not a regular file (a directory, device or pipe): refused")
     if info.st_size > limit:
         raise KneeError(f"{path}: {info.st_size} bytes, over the {limit} a file may hold")
-    with open(path, "rb") as f:
-        data = f.read(limit + 1)
+    with open(path, "rb") as f:  # its size and a byte more: a file that grew is still caught
+        data = f.read(info.st_size + 1)
+        if len(data) > info.st_size:
+            data += f.read(limit + 1 - len(data))
     if path.name.endswith(COMPRESSED):
         try:
             expand = zlib.decompressobj(wbits=31)
