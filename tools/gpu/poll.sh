@@ -1,0 +1,30 @@
+#!/bin/bash
+# On the GPU host: wait up to SECONDS for the run of tools/gpu/start.sh, then pack
+# results/NAME (and the run's log) into $OUT in pieces of 15 MiB. With `stop AFTER`: after
+# AFTER seconds, wait for the next session to finish, then stop the run by its process group
+# (SIGINT: Snakemake stops the engine), so that a lease ends between sessions.
+set -uo pipefail
+n=${1:?usage: tools/gpu/poll.sh SECONDS NAME [stop AFTER]}
+name=${2:?name}
+mode=${3:-}
+after=${4:-0}
+r=results/$name
+finished() { ls "$r"/receipts/*-stop.json 2>/dev/null | wc -l; }
+start=$(finished)
+end=$((SECONDS + n))
+from=$((SECONDS + after))
+while [ $SECONDS -lt $from ] && [ ! -f /tmp/job.rc ]; do sleep 5; done
+mark=$(finished)
+while [ $SECONDS -lt $end ] && [ ! -f /tmp/job.rc ]; do
+	[ "$mode" = stop ] && [ "$(finished)" -gt "$mark" ] && break
+	sleep 5
+done
+if [ "$mode" = stop ] && [ ! -f /tmp/job.rc ]; then
+	kill -INT -- -"$(cat /tmp/job.pgid)" 2>/dev/null
+	for _ in $(seq 60); do [ -f /tmp/job.rc ] && break; sleep 2; done
+fi
+echo "sessions finished: $(finished) (were $start); run: $(cat /tmp/job.rc 2>/dev/null || echo running)"
+grep -E "Finished|Error|error" /tmp/job.log | tail -15
+tar czf /tmp/exp.tgz "$r" /tmp/job.log 2>/dev/null
+split -b 15M /tmp/exp.tgz "$OUT/exp.tgz.part-"
+ls -la "$OUT"

@@ -1,0 +1,24 @@
+#!/bin/bash
+# On the GPU host, from the repository root: install the wheels of tools/gpu/wheels.sh and run
+# `snakemake --configfile CONFIG` in its own session (setsid), its output in /tmp/job.log and
+# its exit status in /tmp/job.rc. A folder brought back from an earlier lease goes on from its
+# next session. KNEE_HOST_PYTHON: the host's Python (default the project's H200 host's).
+set -euo pipefail
+config=${1:?usage: tools/gpu/start.sh CONFIG [WHEELS]}
+wheels=${2:-.gpu-stage/wf}
+py=${KNEE_HOST_PYTHON:-/opt/torch/.venv/bin/python3}
+mkdir -p /tmp/site2 /tmp/bin
+"$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site2 \
+	"$wheels"/*.whl
+printf '#!/bin/sh\nexec %s -m knee "$@"\n' "$py" >/tmp/bin/knee && chmod +x /tmp/bin/knee
+export PATH=/tmp/bin:$PATH PYTHONPATH=/tmp/site:/tmp/site2:$PWD/workflow
+"$py" -m snakemake --version
+knee validate-config "$config"
+rm -f /tmp/job.rc
+setsid bash -c "cd '$PWD' && PATH='$PATH' PYTHONPATH='$PYTHONPATH' '$py' -m snakemake \
+--cores all --configfile '$config' >/tmp/job.log 2>&1; echo \$? >/tmp/job.rc" \
+	>/dev/null 2>&1 </dev/null &
+echo $! >/tmp/job.pgid
+sleep 15
+tail -5 /tmp/job.log
+echo "started, process group $(cat /tmp/job.pgid)"
