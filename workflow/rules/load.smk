@@ -21,9 +21,7 @@ def shown_path(path):
 # names its modules "knee-experiment-*" (Snakemake's namespace, which no config can set) and
 # hands each the config knee read; anywhere else a `knee_source` key is the user's, and knee's
 # reader refuses it like any unknown key
-IN_MODULE = (getattr(workflow.modifier, "namespace", None) or "").startswith(
-    "knee-experiment-"
-)
+IN_MODULE = (getattr(workflow.modifier, "namespace", None) or "").startswith("knee-experiment-")
 if IN_MODULE:
     CONFIG_SOURCE = config.pop("knee_source")
     CONFIG_FILES = [CONFIG_SOURCE]
