@@ -11,6 +11,7 @@ floor under any boot-to-boot spread of the engine that runs on it.
 """
 
 import argparse
+import itertools
 import os
 import statistics
 import sys
@@ -23,13 +24,13 @@ from knee.measure import hostspeed
 def runs(states: list[bool]) -> list[int]:
     """Lengths of consecutive runs of one state."""
     out, count = [], 1
-    for a, b in zip(states, states[1:], strict=False):
+    for a, b in itertools.pairwise(states):
         if a == b:
             count += 1
         else:
             out.append(count)
             count = 1
-    return out + [count] if states else out
+    return [*out, count] if states else out
 
 
 def report_cpu(cpu: str, speeds: list[float], interval: float, per_window: int) -> float:

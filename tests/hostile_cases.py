@@ -45,14 +45,14 @@ def at(cfg: dict, path: str):
     return node, parts[-1]
 
 
-def S(path: str, value) -> Callable[[dict], None]:  # noqa: N802
+def S(path: str, value) -> Callable[[dict], None]:
     def change(cfg: dict) -> None:
         node, key = at(cfg, path)
         node[key] = value
     return change
 
 
-def D(path: str) -> Callable[[dict], None]:  # noqa: N802
+def D(path: str) -> Callable[[dict], None]:
     def change(cfg: dict) -> None:
         node, key = at(cfg, path)
         del node[key]

@@ -49,7 +49,7 @@ def test_the_pooled_calibration_of_the_published_35b_boots(pooled):
 
 
 def test_folders_of_another_model_are_not_one_calibration():
-    with pytest.raises(KneeError, match="not measured on the same model.*model: calibrated on"):
+    with pytest.raises(KneeError, match=r"not measured on the same model.*model: calibrated on"):
         calibration.calibrate([H200[0], ROOT / "results" / "aa-h200"])
 
 

@@ -35,7 +35,7 @@ def test_a_scrape_pair_that_brackets_no_traffic_is_an_error():
 
 
 def test_a_counter_reset_is_an_error():
-    with pytest.raises(KneeError, match="went down.*restarted"):
+    with pytest.raises(KneeError, match=r"went down.*restarted"):
         prom.window_deltas(AFTER, BEFORE, "1-control/sweep", requests=10, speculation=True)
 
 
@@ -177,11 +177,11 @@ def _moved(text: str, name: str, by: float) -> str:
 def test_drafts_without_draft_tokens_cannot_be_a_measurement():
     after = _moved(AFTER, prom.DRAFT_TOKENS, -(prom.total(prom.parse(AFTER), prom.DRAFT_TOKENS)
                                               - prom.total(prom.parse(BEFORE), prom.DRAFT_TOKENS)))
-    with pytest.raises(KneeError, match="draft_tokens_total did not move.*do not bracket"):
+    with pytest.raises(KneeError, match=r"draft_tokens_total did not move.*do not bracket"):
         prom.window_deltas(BEFORE, after, "w", requests=10, speculation=True)
 
 
 def test_more_accepted_than_drafted_cannot_be_a_measurement():
     after = _moved(AFTER, prom.ACCEPTED, 1e6)
-    with pytest.raises(KneeError, match="more than the .* draft tokens proposed: not a measure"):
+    with pytest.raises(KneeError, match=r"more than the .* draft tokens proposed: not a measure"):
         prom.window_deltas(BEFORE, after, "w", requests=10, speculation=True)

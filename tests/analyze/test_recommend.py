@@ -95,10 +95,10 @@ def test_crossover_is_where_the_smallest_k_starts_to_win():
 def test_refused_when_the_data_cannot_support_it():
     rows = [{"c": c, "k": 5} for c in (1, 2, 4)]
     windows = [{"drafts": 10, "accepted_per_pos": [5, 4, 3, 2, 1], "pair": 1}]
-    with pytest.raises(recommend.Refused, match="one k only .k=5"):
+    with pytest.raises(recommend.Refused, match=r"one k only .k=5"):
         recommend.check_supported({}, rows, windows, 5)
     with pytest.raises(recommend.Refused, match="acceptance counters missing"):
-        recommend.check_supported({}, rows + [{"c": 4, "k": 1}], [], 5)
+        recommend.check_supported({}, [*rows, {"c": 4, "k": 1}], [], 5)
     with pytest.raises(recommend.Refused, match="speculation is off"):
         recommend.check_supported({}, rows, [], 0)
     two_points = [{"c": c, "k": k} for c in (1, 2) for k in (1, 5)]
@@ -158,7 +158,7 @@ def test_verify_yaml_is_a_one_variable_experiment_with_a_registered_prediction(t
         "num_speculative_tokens_per_batch_size"] == [[1, 2, 5], [3, 16, 2]]
     rules = {r["point"]: r for r in cfg["bar"]["rules"]}
     assert rules[1]["within_pct"] == recommend_out.PARITY_PCT and "min_gain_pct" in rules[16]
-    checked, verify_plan = config.plan_config(cfg, "verify.yaml", ROOT)
+    _checked, verify_plan = config.plan_config(cfg, "verify.yaml", ROOT)
     assert verify_plan["prediction"]["sha256"] == hashlib.sha256(
         (root / "recommend" / "recommendation.json").read_bytes()).hexdigest()
     # the prediction is registered: another recommendation file, another bar hash

@@ -29,7 +29,7 @@ NETWORK = ("httpx", "docker", "requests", "urllib.request", "socket", "pynvml")
 def modules(package: Path = PACKAGE) -> dict[str, Path]:
     out = {}
     for path in sorted(package.rglob("*.py")):
-        parts = ("knee",) + path.relative_to(package).with_suffix("").parts
+        parts = ("knee", *path.relative_to(package).with_suffix("").parts)
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
 
@@ -98,7 +98,7 @@ def unreachable(edges: dict) -> list[str]:
         if layer(name) in ("analyze", "publish"):
             reach = closure(name, edges)
             hits = sorted(m for m in reach if layer(m) == "measure"
-                          or m.startswith(NETWORK) and not m.startswith("knee"))
+                          or (m.startswith(NETWORK) and not m.startswith("knee")))
             if hits:
                 bad.append(f"{name} reaches {', '.join(hits)}")
     return bad

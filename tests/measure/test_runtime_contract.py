@@ -5,6 +5,7 @@ import http.server
 import sys
 import threading
 import time
+from typing import ClassVar
 
 import pytest
 
@@ -30,7 +31,7 @@ class FakeContainer:
     """Stands in for the Docker SDK's container object in this unit test only."""
 
     status = "running"
-    attrs = {"State": {"ExitCode": 0}}
+    attrs: ClassVar[dict] = {"State": {"ExitCode": 0}}
 
     def reload(self):
         pass
@@ -78,10 +79,10 @@ def test_a_never_started_container_stops_with_the_receipt_fields(tmp_path):
 class Vllmish(http.server.BaseHTTPRequestHandler):
     """A local HTTP server answering as a vLLM server does on the paths External reads."""
 
-    BODIES = {"/health": b"", "/version": b'{"version": "0.32.0"}',
+    BODIES: ClassVar[dict] = {"/health": b"", "/version": b'{"version": "0.32.0"}',
               "/v1/models": b'{"data": [{"id": "tiny"}]}'}
 
-    def do_GET(self):  # noqa: N802 - the handler's name is http.server's
+    def do_GET(self):
         body = self.BODIES.get(self.path)
         self.send_response(200 if body is not None else 404)
         self.end_headers()

@@ -52,7 +52,7 @@ def server(request):
     mode = request.param
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (http.server's name)
+        def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             if mode == "refuses":
                 self.send_response(400)

@@ -105,7 +105,7 @@ def test_http_error_status_is_reported_with_its_body():
     response = (b"HTTP/1.1 404 Not Found\r\ncontent-length: " + str(len(body)).encode()
                 + b"\r\n\r\n" + body)
     _, done = feed(response, [10, 40])
-    with pytest.raises(client.HTTPError, match="HTTP 404.*model not found"):
+    with pytest.raises(client.HTTPError, match=r"HTTP 404.*model not found"):
         done.result()
 
 

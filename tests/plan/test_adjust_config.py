@@ -72,7 +72,7 @@ def test_a_calibration_of_another_model_or_without_a_rule_or_not_one_is_refused(
     not_one = write(tmp_path, {"schema": "knee/plan"})
     with pytest.raises(KneeError, match=r"bar.adjust.calibration: .*schema is 'knee/plan'"):
         config.make_plan(config.validate(adjusted(tmp_path, not_one)), "x")
-    with pytest.raises(KneeError, match="bar.adjust.calibration: '/nonexistent.json'"):
+    with pytest.raises(KneeError, match=r"bar.adjust.calibration: '/nonexistent.json'"):
         config.make_plan(config.validate(adjusted(tmp_path, "/nonexistent.json")), "x")
 
 
@@ -82,14 +82,14 @@ def test_a_session_refuses_to_boot_on_another_engine_or_host(monkeypatch):
     plan = {"runtime": {}, "calibration": {"document": jsonio.read(PUBLISHED, "calibration")}}
     monkeypatch.setattr(receipts, "hardware",
                         lambda: {"cpu_model": "Intel(R) Xeon(R) Processor", "cpus": 16})
-    with pytest.raises(KneeError, match="engine: calibrated on 'vllm 0.26.0', here 'vllm "
+    with pytest.raises(KneeError, match=r"engine: calibrated on 'vllm 0.26.0', here 'vllm "
                                         "0.27.0'; gpu: calibrated on 'NVIDIA H200', here 'none'"):
         session.check_calibrated(plan, {"packages": {"vllm": "0.27.0"}})
     session.check_calibrated({"runtime": {}}, {"packages": {}})  # no calibration: no check
 
 
 def test_a_calibration_that_is_not_a_regular_file_is_refused_unread(tmp_path):
-    with pytest.raises(KneeError, match="bar.adjust.calibration: '/dev/zero'.*not a regular "
+    with pytest.raises(KneeError, match=r"bar.adjust.calibration: '/dev/zero'.*not a regular "
                                         "file"):
         config.make_plan(config.validate(adjusted(tmp_path, "/dev/zero")), "x")
 

@@ -156,7 +156,7 @@ def test_a_measured_folder_without_its_plan_is_never_planned_again(tmp_path):
     root = tmp_path / "ksched-cpu"
     (root / "receipts").mkdir(parents=True)
     (root / "receipts" / "1-control-boot.json").write_text("{}")
-    checked, plan = config.plan_config(config.load_raw(ROOT / "config" / "config.yaml"),
+    _checked, plan = config.plan_config(config.load_raw(ROOT / "config" / "config.yaml"),
                                        "c.yaml", ROOT)
     with pytest.raises(KneeError, match=r"plan.json: missing from a folder whose sessions have "
                                         r"booted"):

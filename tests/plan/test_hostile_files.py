@@ -62,7 +62,7 @@ def test_a_config_that_is_a_pipe_is_refused_without_reading_it(tmp_path, capsys)
 
 
 class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.send_response(200)
         self.end_headers()
         if self.path == "/big":
@@ -139,7 +139,7 @@ def test_a_campaign_over_long_names_gets_a_folder_name_that_fits():
     long = [f"experiment-{i}-" + "x" * 90 for i in range(3)]
     name = configfile.campaign_folder(long)
     assert name.startswith("campaign-3-experiments-") and len(name.encode()) <= 200
-    assert name != configfile.campaign_folder(long[:2] + ["other"])
+    assert name != configfile.campaign_folder([*long[:2], "other"])
 
 
 def test_nothing_outside_a_results_folder_is_read_or_printed(results, tmp_path):
@@ -161,7 +161,7 @@ def test_nothing_outside_a_results_folder_is_read_or_printed(results, tmp_path):
     assert "do-not-print" not in str(e.value)
     # a link in the folder: the folder is refused before anything in it is read
     (results / "comparison" / "out.json").symlink_to(secret)
-    with pytest.raises(KneeError, match="comparison/out.json is a symbolic link: not followed") \
+    with pytest.raises(KneeError, match=r"comparison/out.json is a symbolic link: not followed") \
             as e:
         audit.trace(results, "8")
     assert "do-not-print" not in str(e.value)

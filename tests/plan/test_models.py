@@ -35,7 +35,7 @@ def test_every_pin_of_a_packaged_model_carries_its_sha256():
 def test_an_unknown_package_is_refused_by_name():
     cfg = config.load(ROOT / "config" / "smollm2.yaml")
     cfg["model"]["package"] = "gpt-17"
-    with pytest.raises(KneeError, match="model.package: 'gpt-17' is not a packaged model knee "
+    with pytest.raises(KneeError, match=r"model.package: 'gpt-17' is not a packaged model knee "
                                         "knows .known: smollm2-135m-instruct"):
         config.make_plan(cfg, "x.yaml")
 
@@ -43,7 +43,7 @@ def test_an_unknown_package_is_refused_by_name():
 def test_serving_the_folder_in_a_dtype_it_cannot_be_cast_to_is_refused():
     cfg = config.load(ROOT / "config" / "smollm2.yaml")
     cfg["server"]["args"]["dtype"] = "float16"
-    with pytest.raises(KneeError, match="x.yaml: arms.control: server.args dtype is 'float16', "
+    with pytest.raises(KneeError, match=r"x.yaml: arms.control: server.args dtype is 'float16', "
                                         "but model.package 'smollm2-135m-instruct' is converted "
                                         "to 'float32' weights and may be served as float32 or "
                                         "bfloat16"):

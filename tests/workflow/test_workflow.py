@@ -1,5 +1,6 @@
 """The workflow end to end against the real embedded engine (vLLM on CPU), and its faults."""
 
+import itertools
 import os
 import signal
 import subprocess
@@ -320,7 +321,7 @@ def test_two_experiments_in_one_invocation_keep_their_own_order(tmp_path, defaul
             spans.append((boot["started_at"], stop["stopped_at"]))
     spans.sort()
     # on one machine the sessions of the two experiments never share the engine's CPUs
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     assert not engine_processes(ROOT)
 
 

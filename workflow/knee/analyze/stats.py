@@ -3,6 +3,7 @@ definitions)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -38,7 +39,7 @@ def e2e(rec: dict) -> float | None:
 
 def chunk_gaps(rec: dict) -> list[float]:
     times = rec.get("chunk_times") or []
-    return [b - a for a, b in zip(times, times[1:], strict=False)]
+    return [b - a for a, b in itertools.pairwise(times)]
 
 
 PER_REQUEST = {"ttft": ttft, "decode_rate": decode_rate, "tpot": tpot, "e2e": e2e}

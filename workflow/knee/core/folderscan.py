@@ -34,7 +34,7 @@ def problems(root: Path | str) -> list[str]:
         for name in sorted(dirs) + sorted(files):
             entries += 1
             if entries > ENTRY_LIMIT:
-                return found[:SHOWN] + [f"{root}: more than {ENTRY_LIMIT} entries: not read"]
+                return [*found[:SHOWN], f"{root}: more than {ENTRY_LIMIT} entries: not read"]
             found += entry_problem(Path(top) / name, root)
         if len(found) > SHOWN:
             break

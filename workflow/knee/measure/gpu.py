@@ -86,8 +86,8 @@ def facts(lib, ids: list[int]) -> list[dict]:
             "memory_mib": round(mem.total / 2**20) if mem else None,
             "power_limit_w": round(limit / 1000, 1) if limit else None,
             "persistence_mode": _ask(lib, "nvmlDeviceGetPersistenceMode", h),
-            "mig_mode": list(mig)[0] if mig else None,
-            "ecc_mode": list(ecc)[0] if ecc else None,
+            "mig_mode": next(iter(mig)) if mig else None,
+            "ecc_mode": next(iter(ecc)) if ecc else None,
             "max_sm_clock_mhz": _ask(lib, "nvmlDeviceGetMaxClockInfo", h, 1),
         })
     return out

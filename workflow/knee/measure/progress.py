@@ -23,7 +23,7 @@ def terminal():
     if sys.stderr.isatty():
         return sys.stderr
     try:
-        return open("/dev/tty", "w", encoding="utf-8")  # noqa: SIM115 - kept open for the session's life
+        return open("/dev/tty", "w", encoding="utf-8")  # kept open for the session's life
     except OSError:
         return None
 

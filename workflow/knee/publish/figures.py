@@ -11,11 +11,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from knee import instruments  # noqa: E402
-from knee.analyze import kmodel  # noqa: E402
-from knee.analyze.stats import mean  # noqa: E402
+from knee import instruments
+from knee.analyze import kmodel
+from knee.analyze.stats import mean
 
 STABLE = {"svg.hashsalt": "knee", "svg.fonttype": "none", "font.size": 9}
 COLORS = {"control": "#888888", "candidate": "#22aa77"}

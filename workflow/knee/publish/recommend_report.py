@@ -133,7 +133,7 @@ def readme(rec: dict, plan: dict) -> str:
     windows = [Path(w).name for w in rec["acceptance"]["windows"]]
     read = [n for n in instruments.names() if any(w.startswith(f"{n}.") for w in windows)]
     said = workload_caveats(plan, read)
-    return "\n".join(lines + ["## Caveats", "", *[f"- {c}" for c in said], ""])
+    return "\n".join([*lines, "## Caveats", "", *[f"- {c}" for c in said], ""])
 
 
 def figure(rec: dict, stem: Path) -> None:
