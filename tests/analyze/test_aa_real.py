@@ -56,10 +56,12 @@ def test_a_published_run_rederives_with_stopping_by_precision_and_boots_nothing(
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
     try:
-        # planned anew by hand (a measured folder keeps its plan: the copy has none); the
-        # workflow then makes no plan and keeps the sessions' measurements
+        # planned anew outside the folder and put in by hand (knee itself never plans a
+        # measured folder again); the workflow then makes no plan and keeps the sessions'
+        # measurements
         subprocess.run([sys.executable, "-m", "knee", "plan", "--config", str(path), "--out",
-                        str(root / "plan.json")], cwd=ROOT, check=True, timeout=60)
+                        str(tmp_path / "plan.json")], cwd=ROOT, check=True, timeout=60)
+        shutil.copyfile(tmp_path / "plan.json", root / "plan.json")
         r = run_snakemake("--config", f"experiment={path}", timeout=900)
         assert r.returncode == 0, r.stderr[-3000:]
         assert "rule session" not in r.stdout + r.stderr and not engine_processes(ROOT)

@@ -190,5 +190,5 @@ def test_merged_config_files_are_bounded_before_any_is_read(tmp_path):
         configfile.load_all(many)
     big = tmp_path / "big.yaml"
     big.write_text("# " + "x" * (configfile.MAX_BYTES // 2) + "\nname: a\n")
-    with pytest.raises(KneeError, match=r"bytes together, more than a config's limit"):
+    with pytest.raises(KneeError, match=r"bytes together is more than a config's limit"):
         configfile.load_all([big, big, big])

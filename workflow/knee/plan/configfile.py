@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -251,7 +252,7 @@ def merge(into: dict, other: dict) -> dict:
 MAX_FILES = 16  # --configfile files merged into one experiment
 
 
-def load_all(paths: list[Path | str]) -> dict:
+def load_all(paths: Sequence[Path | str]) -> dict:
     """Several experiment files read as one, merged in order as Snakemake merges them: at most
     MAX_FILES of them and MAX_BYTES together, both checked before any is read."""
     if len(paths) > MAX_FILES:
@@ -264,8 +265,9 @@ def load_all(paths: list[Path | str]) -> dict:
         except OSError as e:
             raise KneeError(f"{path}: cannot read config: {e.strerror or e}") from None
     if sum(sizes) > MAX_BYTES:
-        raise KneeError(f"{source_of([str(p) for p in paths])}: {sum(sizes)} bytes "
-                        f"together, more than a config's limit of {MAX_BYTES}")
+        together = " together" if len(paths) > 1 else ""
+        raise KneeError(f"{source_of([str(p) for p in paths])}: {sum(sizes)} bytes{together} "
+                        f"is more than a config's limit of {MAX_BYTES}")
     data: dict = {}
     for path in paths:
         merge(data, load(path))
