@@ -7,7 +7,7 @@ CONFIG ?= config/config.yaml
 # results/<name> (e.g. results/ksched-cpu) stays as it was measured
 NAME ?= $(shell $(BIN)/knee validate-config --print-name $(CONFIG))-local
 
-.PHONY: run test test-fast lint venv clean-venv
+.PHONY: run test test-fast lint docs venv clean-venv
 
 venv: $(BIN)/knee
 
@@ -31,3 +31,8 @@ lint: venv
 	$(BIN)/ruff check workflow tests bench
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/snakemake --lint
+	$(MAKE) docs
+
+# the documentation site (docs/, mkdocs.yml) into build/site; a broken link or anchor fails it
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -q
