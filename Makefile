@@ -31,6 +31,7 @@ lint: venv
 	$(BIN)/ruff check workflow tests bench
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/snakemake --lint
+	$(BIN)/mypy
 	$(MAKE) docs
 
 # the documentation site (docs/, mkdocs.yml) into build/site; a broken link or anchor fails it

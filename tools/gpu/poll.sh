@@ -24,6 +24,13 @@ if [ "$mode" = stop ] && [ ! -f /tmp/job.rc ]; then
 	for _ in $(seq 60); do [ -f /tmp/job.rc ] && break; sleep 2; done
 fi
 echo "sessions finished: $(finished) (were $start); run: $(cat /tmp/job.rc 2>/dev/null || echo running)"
+# a session that booted but has no stop receipt was cut (the run was still going when packed):
+# the next lease refuses to measure over it, so its files are named here to delete first
+for b in "$r"/receipts/*-boot.json; do
+	sid=$(basename "$b" -boot.json)
+	[ -f "$r/receipts/$sid-stop.json" ] || echo "cut: session $sid has no stop receipt;" \
+		"delete $r/raw/$sid and $r/receipts/$sid-* before the next lease"
+done
 grep -E "Finished|Error|error" /tmp/job.log | tail -15
 tar czf /tmp/exp.tgz "$r" /tmp/job.log 2>/dev/null
 split -b 15M /tmp/exp.tgz "$OUT/exp.tgz.part-"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 PLAN = ("--plan", {"type": Path, "required": True, "help": "the experiment's plan.json"})
 OUT = ("--out", {"type": Path, "required": True, "help": "the file to write"})
@@ -17,8 +18,10 @@ INPUTS = ("--inputs", {"type": Path, "nargs": "+", "required": True,
                                "files it reads (none other)"})
 R = "results/ksched-cpu"
 SESSIONS = f"--inputs {R}/receipts/*-boot.json {R}/raw/*/*"  # an example's INPUTS
+# an argument: its name or flag, and argparse's keywords for it
+Argument = tuple[str, dict[str, Any]]
 # name: (what it does, an example, its arguments)
-COMMANDS = {
+COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
     "validate-config": ("check an experiment file and plan it, writing nothing",
                         "knee validate-config config/ksched.yaml", [
         ("config", {"type": Path, "help": "the experiment file"}),

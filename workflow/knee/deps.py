@@ -41,7 +41,10 @@ def imported(node: ast.AST) -> set[str]:
 @cache
 def imports_of(name: str) -> frozenset[str]:
     """The knee modules one module imports (its file parsed once per process)."""
-    return frozenset(imported(ast.parse(module_file(name).read_text(encoding="utf-8"))))
+    path = module_file(name)
+    if path is None:
+        raise KeyError(f"{name} is not a module of knee's")
+    return frozenset(imported(ast.parse(path.read_text(encoding="utf-8"))))
 
 
 @cache
@@ -76,12 +79,13 @@ def command_modules(command: str) -> set[str]:
         fn = functions[todo.pop()]
         seen.add(fn.name)
         modules |= imported(fn)
-        for n in ast.walk(fn):
-            if isinstance(n, ast.Name):
-                if n.id in top:
-                    modules.add(top[n.id])
-                elif n.id in functions and n.id not in seen:
-                    todo.append(n.id)
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Name):
+                continue
+            if node.id in top:
+                modules.add(top[node.id])
+            elif node.id in functions and node.id not in seen:
+                todo.append(node.id)
     return modules
 
 

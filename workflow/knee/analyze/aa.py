@@ -10,13 +10,16 @@ between-pair spread gives the smallest effect N pairs resolve. Reads results fol
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from knee.analyze import bar, compare, inference
 from knee.analyze.folder import load_sessions
 from knee.analyze.noise import spread_pct
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
+from knee.core.records import Plan
 from knee.plan.arms import NO_VARIABLE
 from knee.plan.config import sha256_of
 
@@ -32,16 +35,17 @@ def boots_of(roots: list[Path], arm: dict) -> list[dict]:
     return sorted(found, key=lambda s: s["boot"]["started_at"])
 
 
-def assemble(boots: list[dict], template: dict) -> tuple[dict, dict]:
+def assemble(boots: Sequence[Mapping[str, Any]], template: Mapping[str, Any]) -> tuple[Plan, dict]:
     """Consecutive boots paired (first = control): a plan and sessions for knee.analyze.compare."""
     pairs = len(boots) // 2
     if pairs < 1:
         raise KneeError(f"an A/A experiment needs two boots of one arm, found {len(boots)}")
     sessions = {(p + 1, arm): boots[2 * p + i]
                 for p in range(pairs) for i, arm in enumerate(("control", "candidate"))}
-    plan = {"name": f"aa-{template['name']}", "variable": NO_VARIABLE,
-            "protocol": {"pairs": pairs}, "instruments": template["instruments"],
-            "analysis": template["analysis"]}
+    # the fields of a plan that the comparison reads
+    plan = cast(Plan, {"name": f"aa-{template['name']}", "variable": NO_VARIABLE,
+                       "protocol": {"pairs": pairs}, "instruments": template["instruments"],
+                       "analysis": template["analysis"]})
     return plan, sessions
 
 
@@ -52,14 +56,14 @@ def calibrate(roots: list[Path], rules: list[dict], alpha: float = 0.05) -> dict
     plan, sessions = assemble(boots, first)
     comparison = compare.compare(plan, sessions)
     bar_def = {"alpha": alpha, "rules": rules}
-    verdict = bar.judge(comparison, bar_def, plan["protocol"]["pairs"], sha256_of(bar_def), set())
+    verdict = bar.judge(comparison, bar_def, len(boots) // 2, sha256_of(bar_def), set())
     return {"boots": [s["boot"]["experiment"] + "/" + s["boot"]["session"] for s in boots],
             "pairs": plan["protocol"]["pairs"], "comparison": comparison, "bar": verdict,
             **inference.false_positives(comparison["rows"]),
             "boot_spread_pct": boot_spread(boots, rules)}
 
 
-def boot_spread(boots: list[dict], rules: list[dict]) -> dict:
+def boot_spread(boots: Sequence[Mapping[str, Any]], rules: list[dict]) -> dict:
     """Per bar point: the spread (max - min over mean) of one arm's figure across its boots,
     and the median over the points (the noise target of the embedded default)."""
     out = {}

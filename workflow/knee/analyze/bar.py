@@ -7,7 +7,11 @@ convention) but has no verdict.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from knee.analyze import covariate, inference
+from knee.core.records import Plan
 from knee.plan import adjust as registered
 from knee.plan import stopping
 
@@ -27,7 +31,7 @@ def rule_words(rule: dict) -> str:
 
 
 def judge_rule(rows: list[dict], pairs: int, rule: dict, alpha: float,
-               adjust: dict | None = None, comparison: dict | None = None) -> dict:
+               adjust: dict | None = None, comparison: Mapping[str, Any] | None = None) -> dict:
     out = {"rule": rule["name"], "instrument": rule["instrument"], "point": rule["point"],
            "metric": rule["metric"], "test": rule_words(rule)}
     found = [find(rows, p, rule) for p in range(1, pairs + 1)]
@@ -35,16 +39,18 @@ def judge_rule(rows: list[dict], pairs: int, rule: dict, alpha: float,
         return {**out, "verdict": "INVALID", "reason": "no measurement for this rule in pair "
                 + ", ".join(str(p) for p, r in enumerate(found, 1)
                             if r is None or r["delta_pct"] is None)}
+    present = [r for r in found if r is not None]  # every pair's
     per_pair = [{"pair": p, "control": r["control"], "candidate": r["candidate"],
-                 "delta_pct": r["delta_pct"]} for p, r in enumerate(found, 1)]
-    effects = [inference.log_ratio(r["control"], r["candidate"]) for r in found]
+                 "delta_pct": r["delta_pct"]} for p, r in enumerate(present, 1)]
+    effects = [inference.log_ratio(r["control"], r["candidate"]) for r in present]
     eff = inference.effect(effects)
     if eff is None or eff.n < pairs:
         return {**out, "verdict": "INVALID", "per_pair": per_pair,
                 "reason": "a pair has no positive figure for this rule"}
     level = 1 - 2 * alpha
     if adjust is not None:
-        adjustment, eff_adj = adjusted_effect(comparison or {}, rule, pairs, effects, adjust,
+        known = [e for e in effects if e is not None]  # all of them: eff.n is every pair
+        adjustment, eff_adj = adjusted_effect(comparison or {}, rule, pairs, known, adjust,
                                               level)
         out["adjustment"] = adjustment
         if eff_adj is not None:
@@ -65,7 +71,7 @@ def judged(rule: dict, eff: inference.Effect, alpha: float, level: float) -> dic
                                             "verdict; run at least two pairs"})}
 
 
-def adjusted_effect(comparison: dict, rule: dict, pairs: int, effects: list[float],
+def adjusted_effect(comparison: Mapping[str, Any], rule: dict, pairs: int, effects: list[float],
                     adjust: dict, level: float) -> tuple[dict, inference.Effect | None]:
     """The registered covariate adjustment of one rule (knee.analyze.covariate): what it did,
     and the adjusted effect over pairs (None where it is withheld, and the reason why)."""
@@ -77,7 +83,8 @@ def adjusted_effect(comparison: dict, rule: dict, pairs: int, effects: list[floa
         missing = [str(p) for p, x in enumerate(ratios, 1) if x is None]
         return {**out, "applied": False, "reason": "no host speed was sampled for this figure "
                 f"in pair {', '.join(missing)}: judged as measured"}, None
-    check = covariate.balance(ratios, level)
+    speeds = [x for x in ratios if x is not None]
+    check = covariate.balance(speeds, level)
     out["balance"] = check
     if covariate.moved(check, adjust["tolerance_pct"]):
         return {**out, "applied": False, "reason": (
@@ -85,7 +92,7 @@ def adjusted_effect(comparison: dict, rule: dict, pairs: int, effects: list[floa
             f"[{check['interval'][0]:+.2f}, {check['interval'][1]:+.2f}], beyond the "
             f"registered tolerance of {adjust['tolerance_pct']}%: an arm may have moved the "
             "covariate, so the adjustment is withheld and the rule judged as measured")}, None
-    eff = inference.effect(covariate.adjusted(effects, ratios, slope))
+    eff = inference.effect(covariate.adjusted(effects, speeds, slope))
     return {**out, "applied": True}, eff
 
 
@@ -97,7 +104,7 @@ def overall(verdicts: list[str]) -> str:
     return "PASS"
 
 
-def judge(comparison: dict, bar: dict, pairs: int, bar_sha256: str,
+def judge(comparison: Mapping[str, Any], bar: Mapping[str, Any], pairs: int, bar_sha256: str,
           measured_bar_sha256: set[str], looks: int = 1, adjust: dict | None = None) -> dict:
     """The bar over `pairs` pairs; with `looks` > 1 (stopping by precision) every rule decides
     at the alpha knee.plan.stopping spends on each look."""
@@ -118,7 +125,7 @@ def judge(comparison: dict, bar: dict, pairs: int, bar_sha256: str,
     return {**base, "verdict": verdict, "rules": rules}
 
 
-def confounds(comparison: dict, bar: dict) -> list[dict]:
+def confounds(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dict]:
     """The engine-side differences between the arms beyond the variable (what each boot's
     engine said it resolved) that the bar did not pre-register: one variable means one
     variable as the engine ran it."""
@@ -127,7 +134,8 @@ def confounds(comparison: dict, bar: dict) -> list[dict]:
             if not any(e in d["what"] for e in expected)]
 
 
-def judge_plan(plan: dict, comparison: dict, boots: list[dict]) -> dict:
+def judge_plan(plan: Plan, comparison: Mapping[str, Any], boots: Sequence[Mapping[str,
+               Any]]) -> dict:
     """The plan's bar over the pairs that ran, each rule at the bar's alpha spent over the
     protocol's looks; the bar hashes recorded at boot tell whether it changed since."""
     pairs = len({b["pair"] for b in boots})
@@ -136,7 +144,7 @@ def judge_plan(plan: dict, comparison: dict, boots: list[dict]) -> dict:
                  looks=stopping.looks(plan["protocol"]["pairs"]), adjust=registered_adjust(plan))
 
 
-def registered_adjust(plan: dict) -> dict | None:
+def registered_adjust(plan: Plan) -> dict | None:
     """The covariate adjustment the plan registers (bar.adjust, the slopes of its embedded
     calibration per rule), or None."""
     adjust = (plan.get("bar") or {}).get("adjust")

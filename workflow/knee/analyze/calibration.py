@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from knee import instruments
 from knee.analyze import compare, covariate, sampling
 from knee.analyze.folder import load_receipts, load_sessions
-from knee.analyze.stats import mean, point_summary
+from knee.analyze.stats import fmean, mean, point_summary
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.plan.adjust import differing, engine_name, key
@@ -39,7 +41,7 @@ def boot_facts(boot: dict) -> dict:
 def _centred(groups: list[list[tuple[float, float]]]) -> list[tuple[float, float]]:
     out = []
     for g in groups:
-        mx, my = mean([x for x, _ in g]), mean([y for _, y in g])
+        mx, my = fmean([x for x, _ in g]), fmean([y for _, y in g])
         out += [(x - mx, y - my) for x, y in g]
     return out
 
@@ -59,7 +61,7 @@ def _left_out(groups: list[list[tuple[float, float]]], slope_of) -> list[float]:
             rest = g[:i] + g[i + 1:]
             others = [h for hi, h in enumerate(groups) if hi != gi] + [rest]
             b = slope_of(others)
-            pred = mean([v for _, v in rest]) + b * (x - mean([u for u, _ in rest]))
+            pred = fmean([v for _, v in rest]) + b * (x - fmean([u for u, _ in rest]))
             errors.append((y - pred) ** 2 * (len(g) - 1) / len(g))
     return errors
 
@@ -75,8 +77,8 @@ def fit(groups: list[list[tuple[float, float]]]) -> dict:
     c = _centred(groups)
     ss0, ss1 = sum(y * y for _, y in c), sum((y - b * x) ** 2 for x, y in c)
     sxx = sum(x * x for x, _ in c)
-    lobo0 = mean(_left_out(groups, lambda gs: 0.0))
-    lobo1 = mean(_left_out(groups, _slope))
+    lobo0 = fmean(_left_out(groups, lambda gs: 0.0))
+    lobo1 = fmean(_left_out(groups, _slope))
     return {"boots": n, "groups": k, "slope": round(b, 4),
             "slope_se": round(math.sqrt(ss1 / (n - k - 1) / sxx), 4) if sxx > 0 else None,
             "r2": round(1 - ss1 / ss0, 3) if ss0 > 0 else None,
@@ -101,12 +103,12 @@ def run_components(groups: list[list[list[float]]], cv_boot_pct: float) -> dict 
         if len(boots) < 2 or r < 2 or any(len(b) != r for b in boots) or runs not in (None, r):
             continue
         runs = r
-        grand = mean([y for b in boots for y in b])
-        run_means = [mean([b[j] for b in boots]) for j in range(r)]
-        ss += sum((y - mean(b) - run_means[j] + grand) ** 2
+        grand = fmean([y for b in boots for y in b])
+        run_means = [fmean([b[j] for b in boots]) for j in range(r)]
+        ss += sum((y - fmean(b) - run_means[j] + grand) ** 2
                   for b in boots for j, y in enumerate(b))
         df += (len(boots) - 1) * (r - 1)
-    if not df:
+    if not df or runs is None:
         return None
     within = ss / df
     between = max(0.0, (cv_boot_pct / 100) ** 2 - within / runs)
@@ -170,7 +172,7 @@ def cost(boot: dict, stop: dict | None, session: dict) -> dict:
             if stop and stop.get("stopped_at") else None, "runs": runs}
 
 
-def same_facts(boots: list[dict]) -> dict:
+def same_facts(boots: Sequence[Mapping[str, Any]]) -> dict:
     """The facts every boot shares; boots of another model, engine or host are refused."""
     first = boots[0]
     for b in boots[1:]:
@@ -181,7 +183,7 @@ def same_facts(boots: list[dict]) -> dict:
     return first["facts"]
 
 
-def figure(rule: dict, boots: list[dict]) -> dict | None:
+def figure(rule: dict, boots: Sequence[Mapping[str, Any]]) -> dict | None:
     """One bar figure's slope and noise over the boots that measured it (None: too few)."""
     groups: dict[tuple, list] = {}
     for b in boots:
@@ -203,19 +205,19 @@ def figure(rule: dict, boots: list[dict]) -> dict | None:
             **({"runs": components} if components else {})}
 
 
-def costs(boots: list[dict]) -> dict:
+def costs(boots: Sequence[Mapping[str, Any]]) -> dict:
     """A session's costs in the first folder: boots with a warm and a cold compile cache, the
     wall time of a session, of one sweep run by point, and the rest (fixed) of a session."""
     warm = [b["cost"] for b in boots if b["cost"]["warm"]] or [b["cost"] for b in boots]
     cold = [b["cost"]["boot_s"] for b in boots if not b["cost"]["warm"]]
     session = mean([c["session_s"] for c in warm if c["session_s"]])
     points = sorted({p for b in boots for p in b["cost"]["runs"]}, key=_point_order)
-    run_s = {p: round(mean([w for b in boots for w in b["cost"]["runs"].get(p, [])]), 2)
+    run_s = {p: round(fmean([w for b in boots for w in b["cost"]["runs"].get(p, [])]), 2)
              for p in points}
     runs = {p: len(boots[0]["cost"]["runs"].get(p, [])) for p in points}
     sweep = boots[0]["plan"]["instruments"].get(instruments.role(instruments.LOAD)) or {}
-    return {"boot_s": round(mean([c["boot_s"] for c in warm]), 1),
-            "cold_boot_s": round(mean(cold), 1) if cold else None,
+    return {"boot_s": round(fmean([c["boot_s"] for c in warm]), 1),
+            "cold_boot_s": round(fmean(cold), 1) if cold else None,
             "session_s": round(session, 1) if session else None,
             "run_s": run_s, "runs": runs,
             "requests_per_stream": sweep.get("requests_per_stream"),
@@ -227,7 +229,7 @@ def _point_order(point: str) -> tuple:
     return (0, int(point), "") if point.isdigit() else (1, 0, point)
 
 
-def withheld_sessions(boots: list[dict]) -> list[dict]:
+def withheld_sessions(boots: Sequence[Mapping[str, Any]]) -> list[dict]:
     """Each folder, temperature and reason for which knee withholds sessions' figures."""
     found: dict[tuple, list[str]] = {}
     for b in boots:
@@ -249,7 +251,7 @@ def calibrate(roots: list[Path], timing_only: bool = False) -> dict:
         for b in boots:
             b["withheld"] = {}
     facts = same_facts(boots)
-    rules = {}
+    rules: dict[tuple[str, str, str], dict] = {}
     for b in boots:
         for rule in b["plan"]["bar"]["rules"]:
             rules.setdefault(key(rule), rule)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from knee import instruments
 from knee.analyze import covariate, inference, noise, prom, resolved, sampling
 from knee.analyze.stats import decode_rate, mean, pct, point_summary
+from knee.core.records import Plan
 from knee.plan.arms import differences, in_variable, shown_variable
 
 METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
@@ -27,7 +28,8 @@ def _profiles(raw: dict) -> dict[tuple, dict]:
     return {(raw["instrument"], p["point"], p["run"]): p["profile"] for p in raw["points"]}
 
 
-def validate_pair(pair: int, control: dict, candidate: dict, variable: str) -> tuple[list, list]:
+def validate_pair(pair: int, control: dict, candidate: dict,
+                  variable: str | list[str]) -> tuple[list, list]:
     """control/candidate: {"boot": receipt, "raw": {instrument: raw}}. Returns (checked, bad)."""
     checked: list[str] = []
     bad: list[dict] = []
@@ -54,9 +56,9 @@ def validate_pair(pair: int, control: dict, candidate: dict, variable: str) -> t
     cmp(where, "model.sha256", ba["model"].get("sha256"), bb["model"].get("sha256"))
     cmp(where, "engine.packages", ba["engine"]["packages"], bb["engine"]["packages"])
     cmp(where, "runtime", ba["runtime"], bb["runtime"])
-    for key, a, b in differences(ba["server"], bb["server"]):
-        if not in_variable(key, variable):
-            cmp(where, f"server.{key}", a, b)
+    for setting, a, b in differences(ba["server"], bb["server"]):
+        if not in_variable(setting, variable):
+            cmp(where, f"server.{setting}", a, b)
     checked.append(f"{where}:server (all but {shown_variable(variable)})")
     return checked, bad
 
@@ -212,7 +214,7 @@ def host_flags(sessions: dict[tuple[int, str], dict]) -> list[str]:
     return out
 
 
-def host_speed(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None:
+def host_speed(plan: Plan, sessions: dict[tuple[int, str], dict]) -> dict | None:
     """How fast the engine's CPUs ran during each window (the median of the samples taken
     while it ran, knee.measure.hostspeed), their spread, and per bar rule the correlation over boots
     between that speed and the rule's figure, each arm's figures taken relative to the arm's
@@ -228,7 +230,7 @@ def host_speed(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None
     return found and {"cpus": cpus, "method": noise.SPEED_METHOD, **found}
 
 
-def gpu_clocks(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None:
+def gpu_clocks(plan: Plan, sessions: dict[tuple[int, str], dict]) -> dict | None:
     """The GPUs' SM clock during each window (the median of the samples, knee.measure.gpu; the mean
     over the GPUs), its spread, the throttle reasons seen, and per bar rule the correlation
     over boots between that clock and the rule's figure. None where no window was sampled."""
@@ -246,7 +248,7 @@ def gpu_clocks(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict | None
     return {"gpus": plan.get("runtime", {}).get("gpus"), "reasons_seen": reasons, **found}
 
 
-def per_window(plan: dict, sessions: dict, pick, name: str) -> dict | None:
+def per_window(plan: Plan, sessions: dict, pick, name: str) -> dict | None:
     """One figure of each window's host facts (pick(host) -> value or None), its range and
     spread, and per bar rule how closely the rule's figure followed it over the boots."""
     values = {}
@@ -292,15 +294,15 @@ def follows_speed(rule: dict, sessions: dict, speeds: dict) -> dict | None:
             "correlation": round(statistics.correlation(xs, ys), 3)}
 
 
-def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
+def compare(plan: Plan, sessions: dict[tuple[int, str], dict]) -> dict:
     """sessions[(pair, arm)] = {"boot": ..., "raw": {...}}. Returns the comparison payload."""
     checked, bad = [], []
     n = max(pair for pair, _ in sessions)  # the pairs that ran (stopping by precision: fewer)
     for pair in range(1, n + 1):
-        c, b = validate_pair(pair, sessions[(pair, "control")], sessions[(pair, "candidate")],
-                             plan["variable"])
-        checked += c
-        bad += b
+        checks, found = validate_pair(pair, sessions[(pair, "control")],
+                                      sessions[(pair, "candidate")], plan["variable"])
+        checked += checks
+        bad += found
     rows = []
     if not bad:
         pairs = [(sessions[(p, "control")], sessions[(p, "candidate")]) for p in range(1, n + 1)]
@@ -330,7 +332,7 @@ def compare(plan: dict, sessions: dict[tuple[int, str], dict]) -> dict:
     return {**head, **sections, **tail}
 
 
-def engine_side(plan: dict, sessions: dict) -> dict:
+def engine_side(plan: Plan, sessions: dict) -> dict:
     """What the engine resolved, compared between the arms (boots that recorded it only), and
     where requests may end at end-of-sequence, the lengths it generated."""
     boots = [s["boot"] for s in sessions.values()]
@@ -340,7 +342,7 @@ def engine_side(plan: dict, sessions: dict) -> dict:
     return {"engine_differences": resolved.differences(plan["variable"], boots) + lengths}
 
 
-def sampling_withheld(plan: dict, sessions: dict) -> dict:
+def sampling_withheld(plan: Plan, sessions: dict) -> dict:
     """Each temperature an instrument sampled at where a session's engine did not sample as
     asked: its figures (acceptance and decode) are withheld, in these sessions, for this
     reason (knee.analyze.sampling); and where a boot's check could not decide, which

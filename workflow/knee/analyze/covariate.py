@@ -18,9 +18,12 @@ adjustment is withheld and the rule judged as measured.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from knee.analyze import inference
 from knee.analyze.stats import mean
+from knee.core.records import Plan
 
 COVARIATE = "host_speed"
 SPEED_OF_FIGURE = ("the mean over the engine CPUs (every sampled CPU where the engine is not "
@@ -28,7 +31,7 @@ SPEED_OF_FIGURE = ("the mean over the engine CPUs (every sampled CPU where the e
                    "point (geometric mean over runs), else over the window")
 
 
-def cpu_names(plan: dict) -> list[str]:
+def cpu_names(plan: Plan) -> list[str]:
     """The CPUs whose speed counts: the engine's, where the plan pins it (else all sampled)."""
     return [f"cpu{c}" for c in (plan.get("runtime") or {}).get("engine_cpus") or []]
 
@@ -46,12 +49,13 @@ def figure_speed(raw: dict, point, cpus: list[str]) -> tuple[float | None, str]:
     if str(point) != "all":
         runs = [summary_speed(p.get("cpu_speed"), cpus) for p in raw["points"]
                 if str(p["point"]) == str(point)]
-        if runs and all(r for r in runs):
-            return math.exp(mean([math.log(r) for r in runs])), "runs"
+        known = [r for r in runs if r]
+        if runs and len(known) == len(runs):
+            return math.exp(math.fsum(math.log(r) for r in known) / len(known)), "runs"
     return summary_speed((raw.get("host") or {}).get("cpu_speed_during"), cpus), "window"
 
 
-def pair_rows(plan: dict, sessions: dict, pairs: int) -> list[dict]:
+def pair_rows(plan: Plan, sessions: dict, pairs: int) -> list[dict]:
     """Per bar rule and pair: each arm's speed for the rule's figure (the comparison's
     covariate section, which the bar reads)."""
     cpus, out = cpu_names(plan), []
@@ -71,7 +75,7 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def section(plan: dict, sessions: dict) -> dict:
+def section(plan: Plan, sessions: dict) -> dict:
     """The comparison's covariate section where the bar registers an adjustment, else none."""
     if not (plan.get("bar") or {}).get("adjust"):
         return {}
@@ -81,7 +85,7 @@ def section(plan: dict, sessions: dict) -> dict:
                           "rows": pair_rows(plan, sessions, pairs)}}
 
 
-def speed_ratios(comparison: dict, rule: dict, pairs: int) -> list[float | None]:
+def speed_ratios(comparison: Mapping[str, Any], rule: dict, pairs: int) -> list[float | None]:
     """log(candidate speed / control speed) of the rule's figure in each pair."""
     rows = {r["pair"]: r for r in (comparison.get("covariate") or {}).get("rows", [])
             if r["rule"] == rule["name"]}

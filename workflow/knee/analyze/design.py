@@ -13,9 +13,12 @@ extrapolated to.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from knee import instruments
 from knee.analyze import inference
+from knee.core.records import Plan
 from knee.plan.adjust import figure_of
 
 MAX_PAIRS = 40
@@ -56,15 +59,16 @@ def cheapest(document: dict, rules: list[dict], alpha: float, target_pct: float,
     """The protocol (pairs, runs) of least GPU time whose every rule's MDE is at most the
     target; None where none up to MAX_PAIRS pairs and MAX_RUNS runs is."""
     figures = {r["name"]: figure_of(document, r) for r in rules}
-    best = None
+    best: dict[str, Any] | None = None
     for runs in range(1, MAX_RUNS + 1):
         for pairs in range(2, MAX_PAIRS + 1):
             mdes = {n: predicted_mde(f, pairs, runs, alpha, adjusted) for n, f in figures.items()}
-            if all(m is not None and m <= target_pct for m in mdes.values()):
+            known = {n: m for n, m in mdes.items() if m is not None}
+            if len(known) == len(mdes) and all(m <= target_pct for m in known.values()):
                 minutes = gpu_minutes(document["costs"], pairs, runs)
                 if best is None or minutes < best["gpu_minutes"]:
                     best = {"pairs": pairs, "runs": runs, "gpu_minutes": round(minutes, 1),
-                            "mde_pct": {n: round(m, 2) for n, m in mdes.items()}}
+                            "mde_pct": {n: round(m, 2) for n, m in known.items()}}
                 break
     return best
 
@@ -122,7 +126,7 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-def realized(plan: dict, bar: dict) -> dict | None:
+def realized(plan: Plan, bar: Mapping[str, Any]) -> dict | None:
     """An adjusted run's README section: per rule, the registered slope, the balance check,
     the adjusted and the as-measured effect, the calibration's boot noise without and with the
     adjustment, and the MDE the calibration predicted for this protocol beside the realized."""

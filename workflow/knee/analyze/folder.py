@@ -8,6 +8,7 @@ from pathlib import Path
 from knee import instruments
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
+from knee.core.records import BootReceipt, Plan, Recommendation
 from knee.plan import stopping
 
 
@@ -33,7 +34,7 @@ def reader(named: Named | None):
     return jsonio.read if named is None else named.read
 
 
-def instrument_names(plan: dict) -> list[str]:
+def instrument_names(plan: Plan) -> list[str]:
     """The plan's instruments, in the order a session runs them."""
     return [name for name in instruments.names() if name in plan["instruments"]]
 
@@ -42,19 +43,19 @@ def boot_path(root: Path, sid: str) -> Path:
     return Path(root) / layout.receipt(sid, "boot")
 
 
-def load_boots(plan: dict, root: Path) -> list[dict]:
+def load_boots(plan: Plan, root: Path) -> list[BootReceipt]:
     """Every session's boot receipt, in protocol order."""
     return [jsonio.read(boot_path(root, s["id"]), "boot") for s in realized_sessions(plan, root)]
 
 
-def load_receipts(plan: dict, root: Path, kind: str) -> dict[str, dict]:
+def load_receipts(plan: Plan, root: Path, kind: str) -> dict[str, dict]:
     """Every session's receipt of this kind that exists, by session id."""
     paths = {s["id"]: Path(root) / layout.receipt(s["id"], kind)
              for s in realized_sessions(plan, root)}
     return {sid: jsonio.read(p, kind) for sid, p in paths.items() if p.exists()}
 
 
-def session_receipts(plan: dict, root: Path) -> dict[str, dict]:
+def session_receipts(plan: Plan, root: Path) -> dict[str, dict]:
     """What the README shows of each session beside its boot: compile cache and stop."""
     return {"caches": load_receipts(plan, root, "cache"),
             "stops": load_receipts(plan, root, "stop")}
@@ -64,7 +65,7 @@ def realized_path(root: Path) -> Path:
     return Path(root) / layout.REALIZED
 
 
-def realized_pairs(plan: dict, root: Path, named: Named | None = None) -> int:
+def realized_pairs(plan: Plan, root: Path, named: Named | None = None) -> int:
     """How many pairs ran: the plan's number, or (stopping by precision) the realized receipt."""
     lo, hi = stopping.bounds(plan["protocol"]["pairs"])
     if lo == hi:
@@ -72,17 +73,17 @@ def realized_pairs(plan: dict, root: Path, named: Named | None = None) -> int:
     return reader(named)(realized_path(root), "realized")["pairs"]
 
 
-def sessions_upto(plan: dict, n: int) -> list[dict]:
+def sessions_upto(plan: Plan, n: int) -> list[dict]:
     """The planned sessions of the first n pairs, in protocol order."""
     return [s for s in plan["protocol"]["sessions"] if s["pair"] <= n]
 
 
-def realized_sessions(plan: dict, root: Path, named: Named | None = None) -> list[dict]:
+def realized_sessions(plan: Plan, root: Path, named: Named | None = None) -> list[dict]:
     """The planned sessions that belong to pairs that ran, in protocol order."""
     return sessions_upto(plan, realized_pairs(plan, root, named))
 
 
-def load_sessions(plan: dict, root: Path, pairs: int | None = None,
+def load_sessions(plan: Plan, root: Path, pairs: int | None = None,
                   named: Named | None = None) -> dict:
     """sessions[(pair, arm)] = {"boot", "raw": {instrument: raw}, "files": {kind: path}}, for
     the pairs that ran (or the first `pairs`); with `named`, only from the files named."""
@@ -103,7 +104,7 @@ def load_sessions(plan: dict, root: Path, pairs: int | None = None,
     return out
 
 
-def recommendation_of(root: Path) -> dict | None:
+def recommendation_of(root: Path) -> Recommendation | None:
     """recommend/recommendation.json, if the folder has one."""
     path = Path(root) / layout.RECOMMENDATION
     return jsonio.read(path, "recommendation") if path.is_file() else None

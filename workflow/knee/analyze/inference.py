@@ -15,8 +15,10 @@ is shown beside a pair's own delta.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -86,7 +88,7 @@ class Effect:
         return None if b is None else [to_pct(b[0]), to_pct(b[1])]
 
 
-def effect(ratios: list[float | None]) -> Effect | None:
+def effect(ratios: Sequence[float | None]) -> Effect | None:
     """The across-pairs effect of per-pair log ratios (None where a pair has no figure)."""
     xs = [x for x in ratios if x is not None]
     if not xs:
@@ -151,7 +153,7 @@ def false_positives(rows: list[dict]) -> dict:
             "confidence": across[0]["confidence"] if across else None}
 
 
-def request_rate(rec: dict) -> float | None:
+def request_rate(rec: Mapping[str, Any]) -> float | None:
     """Output tokens over the request's own send-to-done time."""
     span = e2e(rec)
     return rec["output_tokens"] / span if span and span > 0 else None
@@ -160,8 +162,10 @@ def request_rate(rec: dict) -> float | None:
 # metric -> (per-request value, statistic over requests) that a within-pair interval resamples.
 # In a closed loop aggregate throughput is concurrency x the mean per-request rate, so its
 # interval comes from that mean.
-PER_REQUEST = {"decode_rate_p50": (decode_rate, np.median), "ttft_p50": (ttft, np.median),
-               "throughput": (request_rate, np.mean)}
+# metric -> (a request's figure, the statistic over a window's requests)
+PER_REQUEST: dict[str, tuple[Callable[[Mapping[str, Any]], float | None], Callable[..., Any]]] = {
+    "decode_rate_p50": (decode_rate, np.median), "ttft_p50": (ttft, np.median),
+    "throughput": (request_rate, np.mean)}
 
 
 def within_pair_interval(control: list[dict], candidate: list[dict], metric: str,

@@ -16,8 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from knee.core.errors import KneeError
+from knee.core.records import Plan
 
 # the columns of the step-time model: step(c, k) = b0 + b1 c + b2 k + b3 c k
 STEP_TERMS = ("1", "c", "k", "c*k")
@@ -26,7 +28,7 @@ KNEE_SSE_RATIO = 0.5  # and two segments explain the curve at least twice as wel
 TIE_PCT = 1.0  # predictions within this of the best are a tie, won by the smaller k
 
 
-def session_k(plan: dict, arm: str, points: list[int]) -> list[int]:
+def session_k(plan: Plan, arm: str, points: list[int]) -> list[int]:
     """k at each concurrency of an arm: 0 with speculation off, the batch-size schedule's band
     (capped at num_speculative_tokens) where one covers c, num_speculative_tokens otherwise."""
     spec = plan["arms"][arm].get("speculative_config") or {}
@@ -199,9 +201,10 @@ def throughput_knee(conc: list[float], thr: list[float], grid: int = 200) -> dic
         coef, err = hinge_fit(x, y, at)
         if best is None or err < best[2]:
             best = (at, coef, err)
+    assert best is not None  # grid > 0
     at, coef, err = best
     before, after = coef[1], coef[1] + coef[2]
-    out = {"knee": None, "break": at, "slope_before": before, "slope_after": after,
+    out: dict[str, Any] = {"knee": None, "break": at, "slope_before": before, "slope_after": after,
            "sse_ratio": err / sse_line if sse_line > 0 else 0.0}
     if before <= 0:
         out["reason"] = "throughput does not rise before the break"

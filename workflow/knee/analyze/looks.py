@@ -7,10 +7,11 @@ from pathlib import Path
 
 from knee.analyze import bar, compare
 from knee.analyze.folder import Named, load_sessions, sessions_upto
+from knee.core.records import Plan
 from knee.plan import stopping
 
 
-def decide(plan: dict, root: Path, n: int, named: Named | None = None) -> dict:
+def decide(plan: Plan, root: Path, n: int, named: Named | None = None) -> dict:
     """One look of a run that stops by precision: the comparison and bar of pairs 1..n."""
     sessions = load_sessions(plan, root, pairs=n, named=named)
     comparison = compare.compare(plan, sessions)
@@ -18,7 +19,7 @@ def decide(plan: dict, root: Path, n: int, named: Named | None = None) -> dict:
     return {"experiment": plan["name"], **stopping.decision(verdict, n, plan["protocol"]["pairs"])}
 
 
-def realized(plan: dict, decisions: list[dict]) -> dict:
+def realized(plan: Plan, decisions: list[dict]) -> dict:
     """The realized protocol from the looks made: where the first look said stop, or max."""
     hi = stopping.bounds(plan["protocol"]["pairs"])[1]
     looks = sorted(decisions, key=lambda d: d["pairs"])

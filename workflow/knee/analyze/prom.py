@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -206,7 +208,7 @@ def ceiling(d: dict, step_time_s: float | None) -> dict:
             "ceiling_decode_rate": (k + 1) / step_time_s}
 
 
-def acceptance_table(windows: list[dict], sources: list) -> list[dict]:
+def acceptance_table(windows: Sequence[Mapping[str, Any]], sources: list) -> list[dict]:
     """One row per session window, with the file it came from."""
     keys = ("speculation", "knee_threshold", "client_latency", "server_latency",
             "generation_tokens", "client_output_tokens",
@@ -219,7 +221,7 @@ def acceptance_table(windows: list[dict], sources: list) -> list[dict]:
             for w, src in zip(windows, sources, strict=True)]
 
 
-def instrument_metrics(raw: dict, before: str, after: str, speculation: bool,
+def instrument_metrics(raw: Mapping[str, Any], before: str, after: str, speculation: bool,
                        knee_threshold: float, files: str,
                        withheld: dict | None = None) -> dict:
     """The window metrics of one instrument run (and, where each point brackets scrapes of its
@@ -243,7 +245,8 @@ def instrument_metrics(raw: dict, before: str, after: str, speculation: bool,
     return out
 
 
-def point_metrics(raw: dict, p: dict, speculation: bool, knee_threshold: float, files: str,
+def point_metrics(raw: Mapping[str, Any], p: dict, speculation: bool, knee_threshold: float,
+                  files: str,
                   withheld: dict) -> dict:
     """One point's own window metrics, from the scrapes embedded in its record."""
     out = {"point": p["point"], **window_deltas(
@@ -268,7 +271,7 @@ def withhold(metrics: dict, why: str) -> dict:
         | {"sampling_withheld": why}
 
 
-def window_metrics(raw: dict, boot: dict, before: Path, after: Path,
+def window_metrics(raw: Mapping[str, Any], boot: Mapping[str, Any], before: Path, after: Path,
                    knee_threshold: float) -> dict:
     """One instrument window's metrics from its raw file and scrapes (workflow and audit)."""
     return instrument_metrics(

@@ -20,8 +20,10 @@ tokens - 1) / (chunks - 1)), TTFT and throughput. From these and the acceptance 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import median
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -32,6 +34,7 @@ from knee.analyze.kmodel import session_k
 from knee.analyze.recommend_parts import RESAMPLES, load
 from knee.core import layout, rawfiles
 from knee.core.errors import KneeError
+from knee.core.records import Plan
 
 MIN_POINTS = 3
 
@@ -57,7 +60,7 @@ def point_observation(points: list[dict], c: int, output_tokens: int) -> dict:
             "throughput": thr, "eta": thr / (c * output_tokens / e2e)}
 
 
-def check_sweep(plan: dict) -> None:
+def check_sweep(plan: Plan) -> None:
     """Refuse before reading anything when the sweep cannot support a recommendation."""
     name = load()
     if name not in plan["instruments"]:
@@ -68,7 +71,7 @@ def check_sweep(plan: dict) -> None:
                       f"({conc}); a recommendation needs at least {MIN_POINTS}")
 
 
-def sweep_windows(plan: dict, root: Path,
+def sweep_windows(plan: Plan, root: Path,
                   named: Named | None = None) -> dict[tuple[int, str], dict]:
     """Every realized session's sweep window, read once: {(pair, arm): {"id", "raw"}}, the raw
     under "raw"["sweep"] as compare.host_speed takes sessions."""
@@ -80,7 +83,7 @@ def sweep_windows(plan: dict, root: Path,
     return out
 
 
-def observations(plan: dict, sweeps: dict[tuple[int, str], dict]) -> list[dict]:
+def observations(plan: Plan, sweeps: dict[tuple[int, str], dict]) -> list[dict]:
     """One row per (session, concurrency), with the session's pair, arm and k there."""
     name = load()
     cfg = plan["instruments"][name]
@@ -94,14 +97,14 @@ def observations(plan: dict, sweeps: dict[tuple[int, str], dict]) -> list[dict]:
     return rows
 
 
-def fixed_at(plan: dict, arm: str, horizon: int) -> bool:
+def fixed_at(plan: Plan, arm: str, horizon: int) -> bool:
     """Whether an arm drafts at the horizon whatever the batch size (no schedule below it)."""
     spec = plan["arms"][arm].get("speculative_config") or {}
     bands = spec.get("num_speculative_tokens_per_batch_size") or []
     return spec.get("num_speculative_tokens") == horizon and all(b[2] >= horizon for b in bands)
 
 
-def acceptance_windows(plan: dict, root: Path, horizon: int,
+def acceptance_windows(plan: Plan, root: Path, horizon: int,
                        named: Named | None = None) -> list[dict]:
     """The acceptance counters of every window (probe, sweep) of the arms that draft at the
     horizon at every batch size: a schedule's windows mix horizons under one drafts count. A
@@ -123,13 +126,14 @@ def acceptance_windows(plan: dict, root: Path, horizon: int,
     return out
 
 
-def pooled_rates(windows: list[dict]) -> list[float]:
+def pooled_rates(windows: Sequence[Mapping[str, Any]]) -> list[float]:
     drafts = sum(w["drafts"] for w in windows)
     accepted = np.sum([w["accepted_per_pos"] for w in windows], axis=0)
     return kmodel.position_rates(drafts, [float(a) for a in accepted])
 
 
-def check_supported(plan: dict, rows: list[dict], windows: list[dict], horizon: int) -> None:
+def check_supported(plan: Plan, rows: list[dict], windows: Sequence[Mapping[str, Any]],
+                    horizon: int) -> None:
     ks = sorted({r["k"] for r in rows})
     if horizon == 0:
         raise Refused("acceptance counters missing: speculation is off in both arms")
@@ -147,15 +151,22 @@ def check_supported(plan: dict, rows: list[dict], windows: list[dict], horizon: 
                       "two or more concurrencies")
 
 
+class AtConcurrency(TypedDict):
+    """What the sessions measured at one concurrency, averaged: tokens per step by k."""
+    tokens: dict[int, float]
+    ttft_s: float
+    eta: float
+
+
 class Model:
     """Everything fitted from one set of sessions (all of them, or a resample of pairs)."""
 
-    def __init__(self, rows: list[dict], windows: list[dict], output_tokens: int):
+    def __init__(self, rows: list[dict], windows: Sequence[Mapping[str, Any]], output_tokens: int):
         self.rates = pooled_rates(windows)
         self.horizon = len(self.rates)
         self.step = kmodel.fit_step_model([(r["c"], r["k"], r["step_s"]) for r in rows])
         self.n = output_tokens
-        self.at = {}
+        self.at: dict[int, AtConcurrency] = {}
         for c in sorted({r["c"] for r in rows}):
             here = [r for r in rows if r["c"] == c]
             self.at[c] = {"tokens": {k: float(np.mean([r["tokens_per_step"] for r in here
@@ -240,7 +251,7 @@ def bootstrap(rows, windows, n_tokens, conc, ks, seed: int = 0) -> dict:
     return {"throughput": thr, "decode_rate": dec}
 
 
-def build(plan: dict, root: Path, named: Named | None = None) -> dict:
+def build(plan: Plan, root: Path, named: Named | None = None) -> dict:
     """The recommendation (raises Refused with the reason when the data cannot support one),
     from the folder's files (with `named`, only those named)."""
     check_sweep(plan)
@@ -259,7 +270,7 @@ def build(plan: dict, root: Path, named: Named | None = None) -> dict:
     return {**rec, "sweep_cpu_speed": speed} if speed else rec
 
 
-def sweep_speed(plan: dict, sweeps: dict[tuple[int, str], dict]) -> float | None:
+def sweep_speed(plan: Plan, sweeps: dict[tuple[int, str], dict]) -> float | None:
     """The median speed of the engine's CPU over the sweep windows (None before it was sampled):
     a verification run measured on a faster or slower host says by how much."""
     return compare.instrument_speed(compare.host_speed(plan, sweeps), load())

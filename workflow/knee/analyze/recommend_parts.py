@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from knee import instruments
 from knee.analyze import kmodel
+from knee.core.records import Plan
 
 RESAMPLES = 1000
 CONFIDENCE = 0.95
@@ -41,7 +44,7 @@ KNEE_METHOD = ("Throughput knee: a continuous two-segment line fitted to the arm
 def load() -> str:
     """The instrument that measures throughput per concurrency (knee.instruments.LOAD), whose
     windows the recommendation models (the concurrency sweep: "sweep" in names here)."""
-    return instruments.role(instruments.LOAD) or instruments.LOAD
+    return instruments.role(instruments.LOAD)
 
 
 def interval(values: list[float]) -> list[float] | None:
@@ -67,7 +70,7 @@ def predictions(model, conc, ks, boot, allowed) -> list[dict]:
     return out
 
 
-def measured_fit(plan: dict, rows: list[dict], model) -> list[dict]:
+def measured_fit(plan: Plan, rows: list[dict], model) -> list[dict]:
     """Each arm's measured throughput per concurrency (geometric mean over its boots) against
     the model's prediction at the arm's k there."""
     out = []
@@ -97,7 +100,7 @@ def crossover(conc: list[int], best: list[int], k_min: int) -> dict:
             "reason": None if j else f"k={k_min} wins at every measured concurrency"}
 
 
-def knees(plan: dict, rows: list[dict]) -> dict:
+def knees(plan: Plan, rows: list[dict]) -> dict:
     out = {}
     for arm in plan["arms"]:
         conc = sorted({r["c"] for r in rows})
@@ -164,7 +167,7 @@ def choose(conc, allowed, by, boot) -> tuple[int, list[dict]]:
     return fixed, out
 
 
-def assemble(plan: dict, rows, windows, model, ks, boot) -> dict:
+def assemble(plan: Plan, rows, windows, model, ks, boot) -> dict:
     conc = plan["instruments"][load()]["concurrency"]
     allowed = allowed_ks(rows, model.horizon)
     preds = predictions(model, conc, ks, boot, allowed)
@@ -207,12 +210,13 @@ def assemble(plan: dict, rows, windows, model, ks, boot) -> dict:
     }
 
 
-def refused(plan: dict, reason: str) -> dict:
+def refused(plan: Plan, reason: str) -> dict:
     return {"experiment": plan["name"], "status": "refused", "reason": reason,
             "method": METHOD, "knee_method": KNEE_METHOD}
 
 
-def predicted_vs_measured(rec: dict, plan: dict, comparison: dict) -> list[dict]:
+def predicted_vs_measured(rec: Mapping[str, Any], plan: Plan, comparison: Mapping[str,
+                          Any]) -> list[dict]:
     """A verification run's sweep throughput per arm and concurrency (geometric mean over its
     pairs) against the recommendation's prediction at the arm's k there, with the error."""
     by = {(p["concurrency"], p["k"]): p for p in rec["predictions"]}
@@ -234,7 +238,8 @@ def predicted_vs_measured(rec: dict, plan: dict, comparison: dict) -> list[dict]
     return out
 
 
-def predicted_changes(rec: dict, plan: dict, comparison: dict) -> list[dict]:
+def predicted_changes(rec: Mapping[str, Any], plan: Plan, comparison: Mapping[str,
+                      Any]) -> list[dict]:
     """A verification run's candidate-against-control throughput change per concurrency: the
     change the recommendation predicted (its interval over the measured run's pair resamples)
     against the change measured across the verification's pairs (its interval over them). A

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from knee.plan import secrets
 
@@ -29,7 +31,8 @@ def message(line: str) -> str:
 
 def read(log_text: str) -> dict:
     """{non_default_args: {...} or None, changes: [message, ...]} from an engine log."""
-    args, changes = None, []
+    args = None
+    changes: list[str] = []
     for line in log_text.splitlines():
         text = message(line)
         if text.startswith(ARGS) and args is None:
@@ -72,7 +75,7 @@ def variable_keys(variable: str | list[str] | None) -> set[str]:
     return keys
 
 
-def differences(variable, boots: list[dict]) -> list[dict]:
+def differences(variable, boots: Sequence[Mapping[str, Any]]) -> list[dict]:
     """Every engine-side difference between the arms beyond the variable, over all boots:
     a change the engine made in one arm's boots only, or a non-default argument the arms
     ran with differently. Boots without what the engine resolved (older runs) are skipped."""

@@ -28,6 +28,8 @@ verdict decides nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 Z_LIMIT = 4.0  # |z| of the top-20 test, and the tail count's excess in standard deviations
 EXCESS_LIMIT = 0.25  # nats a token: a significant but tiny difference does not fail a check
@@ -112,7 +114,7 @@ def judge(temperature: float, requests: list[dict]) -> dict:
             "why": "; ".join(why) or cannot}
 
 
-def known_defect(engine: dict) -> dict | None:
+def known_defect(engine: Mapping[str, Any] | None) -> dict | None:
     """The known defect of this engine build (a boot receipt's `engine`), or None."""
     packages = engine.get("packages") if isinstance(engine, dict) else None
     if not isinstance(packages, dict):
@@ -120,7 +122,7 @@ def known_defect(engine: dict) -> dict | None:
     return next((d for d in KNOWN_DEFECTS if packages.get(d["package"]) in d["versions"]), None)
 
 
-def verdicts(boot: dict) -> list[dict]:
+def verdicts(boot: Mapping[str, Any]) -> list[dict]:
     """The boot's sampling check, each temperature judged again from the records it kept (a
     check whose requests were not answered keeps its recorded failure)."""
     return [judge(c["temperature"], c["records"]) if c.get("records") else c
@@ -132,7 +134,7 @@ def undecided(boot: dict) -> dict[float, str]:
     return {c["temperature"]: c["why"] for c in verdicts(boot) if c["passed"] is None}
 
 
-def withheld(boot: dict) -> dict[float, str]:
+def withheld(boot: Mapping[str, Any]) -> dict[float, str]:
     """temperature -> why the figures sampled at it are withheld, for one session: its boot's
     sampling check failed there, or (speculation on) its engine build is known to sample
     wrongly at any temperature above 0 (older folders, measured before the check existed)."""

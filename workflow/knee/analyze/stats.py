@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 
-def decode_rate(rec: dict) -> float | None:
+def decode_rate(rec: Mapping[str, Any]) -> float | None:
     """(output tokens - 1) / (last chunk - first chunk); TTFT excluded; never chunks/s."""
     if rec.get("error") or rec["t_first"] is None or rec["output_tokens"] < 2:
         return None
@@ -17,13 +19,13 @@ def decode_rate(rec: dict) -> float | None:
     return (rec["output_tokens"] - 1) / span if span > 0 else None
 
 
-def ttft(rec: dict) -> float | None:
+def ttft(rec: Mapping[str, Any]) -> float | None:
     if rec.get("error") or rec["t_first"] is None:
         return None
     return rec["t_first"] - rec["t_send"]
 
 
-def tpot(rec: dict) -> float | None:
+def tpot(rec: Mapping[str, Any]) -> float | None:
     """Time per output token after the first: (done - first chunk) / (output tokens - 1)."""
     if rec.get("error") or rec["t_first"] is None or rec["output_tokens"] < 2 \
             or rec.get("t_done") is None:
@@ -31,13 +33,13 @@ def tpot(rec: dict) -> float | None:
     return (rec["t_done"] - rec["t_first"]) / (rec["output_tokens"] - 1)
 
 
-def e2e(rec: dict) -> float | None:
+def e2e(rec: Mapping[str, Any]) -> float | None:
     if rec.get("error") or rec.get("t_done") is None:
         return None
     return rec["t_done"] - rec["t_send"]
 
 
-def chunk_gaps(rec: dict) -> list[float]:
+def chunk_gaps(rec: Mapping[str, Any]) -> list[float]:
     times = rec.get("chunk_times") or []
     return [b - a for a, b in itertools.pairwise(times)]
 
@@ -45,7 +47,7 @@ def chunk_gaps(rec: dict) -> list[float]:
 PER_REQUEST = {"ttft": ttft, "decode_rate": decode_rate, "tpot": tpot, "e2e": e2e}
 
 
-def pct(values: list[float], q: float) -> float | None:
+def pct(values: Sequence[float | None], q: float) -> float | None:
     vals = [v for v in values if v is not None]
     return float(np.percentile(vals, q)) if vals else None
 
@@ -84,9 +86,14 @@ def window_client_summary(records: list[dict]) -> dict:
             "e2e_s_mean": mean(e2es), "e2e_s_p50": pct(e2es, 50)}
 
 
-def mean(values: list) -> float | None:
-    """Mean of the values that are not None; None if there are none. The sum is rounded
-    once (math.fsum), so the same raw file gives the same digits on every Python (3.12's
-    sum() compensates, 3.11's does not)."""
+def mean(values: Sequence[float | None]) -> float | None:
+    """Mean of the values that are not None; None if there are none."""
     vals = [v for v in values if v is not None]
-    return math.fsum(vals) / len(vals) if vals else None
+    return fmean(vals) if vals else None
+
+
+def fmean(values: Sequence[float]) -> float:
+    """Mean of a non-empty list of numbers. The sum is rounded once (math.fsum), so the same
+    raw file gives the same digits on every Python (3.12's sum() compensates, 3.11's does
+    not)."""
+    return math.fsum(values) / len(values)

@@ -29,7 +29,8 @@ def problems(root: Path | str) -> list[str]:
                 "where it is, never through a link"]
     if not stat.S_ISDIR(info.st_mode):
         return [f"{root}: not a folder"]
-    found, entries = [], 0
+    found: list[str] = []
+    entries = 0
     for top, dirs, files in os.walk(root, followlinks=False):
         for name in sorted(dirs) + sorted(files):
             entries += 1

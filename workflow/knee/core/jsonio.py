@@ -10,14 +10,25 @@ import os
 import stat
 import tempfile
 import zlib
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import jsonschema
 import yaml
 
 from knee.core.errors import KneeError
+from knee.core.records import (
+    BarVerdict,
+    BootReceipt,
+    Comparison,
+    Plan,
+    RawFile,
+    Recommendation,
+    StopReceipt,
+    WindowMetrics,
+)
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 # a file knee reads is at most this big as stored, and a compressed one at most READ_LIMIT
@@ -36,20 +47,21 @@ REDERIVE = {
 
 
 @cache
-def schema_file(kind: str) -> dict:
+def schema_file(kind: str) -> dict[str, Any]:
     """A schema as its file holds it, as knee validates a file with it (the config's, with
     its instruments' sections, is knee.instruments.config_schema); never changed in place."""
     path = SCHEMA_DIR / f"{kind}.schema.yaml"
     if not path.is_file():
         raise KneeError(f"no schema named {kind!r} in {SCHEMA_DIR}")
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    schema: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return schema
 
 
-def _is_integer(_checker, value) -> bool:
+def _is_integer(_checker: object, value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(_checker, value) -> bool:
+def _is_number(_checker: object, value: object) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value))
 
@@ -62,7 +74,7 @@ Validator = jsonschema.validators.extend(
         {"integer": _is_integer, "number": _is_number}))
 
 
-def config_default(dotted: str):
+def config_default(dotted: str) -> Any:
     """A config key's default outside the instruments' sections, from the config schema (the
     one place defaults live)."""
     node = schema_file("config")
@@ -78,7 +90,7 @@ def where(error: jsonschema.ValidationError) -> str:
     return parts or "(top level)"
 
 
-def form_name(form: dict) -> str:
+def form_name(form: dict[str, Any]) -> str:
     """How one alternative of a oneOf reads: its type(s), or its allowed values."""
     if "type" not in form:
         return f"one of {form['enum']!r}"
@@ -112,7 +124,7 @@ def explain(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
     return error
 
 
-def check(kind: str, data: Any, source: str, schema: dict | None = None) -> None:
+def check(kind: str, data: Any, source: str, schema: dict[str, Any] | None = None) -> None:
     """Validate data against a schema (kind's file, or the schema given); raise KneeError
     naming source, key path and reason."""
     schema = schema_file(kind) if schema is None else schema
@@ -139,9 +151,8 @@ def atomic_write_text(path: Path, text: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with (os.fdopen(fd, "wb") if isinstance(text, bytes)
-              else os.fdopen(fd, "w", encoding="utf-8")) as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -213,10 +224,11 @@ def dumps(data: Any) -> str:
 
 def schema_version(kind: str) -> int:
     """The version of a kind of file this knee writes (its schema's schema_version const)."""
-    return schema_file(kind)["properties"]["schema_version"]["const"]
+    version: int = schema_file(kind)["properties"]["schema_version"]["const"]
+    return version
 
 
-def write(path: Path, kind: str, payload: dict) -> dict:
+def write(path: Path | str, kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """Stamp payload with schema + schema_version, validate it, and write it atomically."""
     data = {"schema": f"knee/{kind}", "schema_version": schema_version(kind), **payload}
     check(kind, data, str(path))
@@ -224,7 +236,29 @@ def write(path: Path, kind: str, payload: dict) -> dict:
     return data
 
 
-def read(path: Path, kind: str | None = None) -> dict:
+@overload
+def read(path: Path | str, kind: Literal["plan"]) -> Plan: ...
+@overload
+def read(path: Path | str, kind: Literal["boot"]) -> BootReceipt: ...
+@overload
+def read(path: Path | str, kind: Literal["stop"]) -> StopReceipt: ...
+@overload
+def read(path: Path | str, kind: Literal["raw"]) -> RawFile: ...
+@overload
+def read(path: Path | str, kind: Literal["metrics"]) -> WindowMetrics: ...
+@overload
+def read(path: Path | str, kind: Literal["comparison"]) -> Comparison: ...
+@overload
+def read(path: Path | str, kind: Literal["bar"]) -> BarVerdict: ...
+@overload
+def read(path: Path | str, kind: Literal["recommendation"]) -> Recommendation: ...
+@overload
+def read(path: Path | str, kind: str | None = None) -> Any: ...
+
+
+def read(path: Path | str, kind: str | None = None) -> Any:
+    """A JSON file, bounded; given its kind, checked to be that kind of knee file at the version
+    this knee reads, validated, and typed as the kind's record (knee.core.records)."""
     path = Path(path)
     try:
         data = json.loads(read_text(path))

@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from knee import __version__
 from knee.core import jsonio
 from knee.core.errors import KneeError
+from knee.core.records import Point
 
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
@@ -25,7 +28,7 @@ WORDS = (
 ).split()
 
 
-def _rng(*parts) -> random.Random:
+def _rng(*parts: object) -> random.Random:
     digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
 
@@ -41,7 +44,8 @@ def word_prompts(seed: int, tag: str, n: int, words: int) -> list[str]:
     return out
 
 
-def exact_token_prompts(tokenize, seed: int, tag: str, n: int, tokens: int) -> list[str]:
+def exact_token_prompts(tokenize: Callable[[str], list[int]], seed: int, tag: str, n: int,
+                        tokens: int) -> list[str]:
     """n text prompts of exactly `tokens` tokens of the model's own tokenizer (`tokenize` maps
     text to token ids without special tokens); distinct for every (seed, tag), identical across
     arms. Words are added in batches sized to the remaining gap, halved on overshoot; a single
@@ -56,7 +60,7 @@ def exact_token_prompts(tokenize, seed: int, tag: str, n: int, tokens: int) -> l
                             f"{text!r} ({count} tokens)")
         while count < tokens:
             batch = [rng.choice(WORDS) for _ in range(tokens - count)]
-            candidates = []
+            candidates: list[str] = []
             while batch or candidates:
                 trial_text = f"{text} {' '.join(batch or candidates[:1])}"
                 trial = len(tokenize(trial_text))
@@ -108,7 +112,7 @@ def read_prompt(path: Path, max_model_len: int | None = None) -> str:
     return text
 
 
-def fixture_files(instruments: dict) -> list[Path]:
+def fixture_files(instruments: Mapping[str, Any]) -> list[Path]:
     """Every prompt file the fixture instrument of these instruments reads (none without it)."""
     fixture = instruments.get("fixture")
     return [p for name in fixture["classes"]
@@ -119,31 +123,34 @@ def class_prompts(prompt_dir: Path, name: str) -> list[str]:
     return [read_prompt(p) for p in class_files(prompt_dir, name)]
 
 
-def fingerprint(prompts: list[str], sampling: dict) -> str:
+def fingerprint(prompts: Sequence[str] | Sequence[list[int]], sampling: Mapping[str, Any]) -> str:
     """sha256 of the exact ordered prompt set plus the sampling parameters."""
     blob = json.dumps({"prompts": prompts, "sampling": sampling}, sort_keys=True,
                       separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def sampling_params(output_tokens: int, sampling: dict | None = None, seed: int = 0,
-                    stop_at_eos: bool = False) -> dict:
+def sampling_params(output_tokens: int, sampling: Mapping[str, Any] | None = None, seed: int = 0,
+                    stop_at_eos: bool = False) -> dict[str, Any]:
     """Every request of a window: exactly output_tokens tokens (or, with stop_at_eos, at most
     that many, ending at the model's end-of-sequence token), greedy unless the config's
     instruments.sampling says otherwise (then seeded: request i samples with seed + i)."""
-    out = ({"max_tokens": output_tokens, "temperature": 0.0, "top_p": 1.0, "ignore_eos": False}
-           if stop_at_eos else
-           {"max_tokens": output_tokens, "min_tokens": output_tokens, "temperature": 0.0,
-            "top_p": 1.0, "ignore_eos": True})
+    out: dict[str, Any] = (
+        {"max_tokens": output_tokens, "temperature": 0.0, "top_p": 1.0, "ignore_eos": False}
+        if stop_at_eos else
+        {"max_tokens": output_tokens, "min_tokens": output_tokens, "temperature": 0.0,
+         "top_p": 1.0, "ignore_eos": True})
     if sampling:
         out.update({k: sampling[k] for k in ("temperature", "top_p", "top_k") if k in sampling})
         out["seed"] = seed
     return out
 
 
-def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
-            concurrency: int, warmup: int, model: dict, dataset: str, seed: int,
-            chunk_clock: str, prompt_spec: str = "", api: str = "completions") -> dict:
+def profile(*, instrument: str, point: Point, run: int,
+            prompts: Sequence[str] | Sequence[list[int]],
+            sampling: Mapping[str, Any], concurrency: int, warmup: int, model: Mapping[str, Any],
+            dataset: str, seed: int, chunk_clock: str, prompt_spec: str = "",
+            api: str = "completions") -> dict[str, Any]:
     """The request profile of one point: what both arms must have sent, field by field."""
     return {
         "api": f"openai-{api}",
@@ -180,8 +187,8 @@ def profile(*, instrument: str, point, run: int, prompts: list, sampling: dict,
     }
 
 
-def point_record(result: dict, *, point, run: int = 1, extra: dict | None = None,
-                 **fields) -> dict:
+def point_record(result: Mapping[str, Any], *, point: Point, run: int = 1,
+                 extra: Mapping[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
     """One point of an instrument's raw file: its request profile, what the client measured,
     and any facts of the window (extra)."""
     fields = {"concurrency": 1, "warmup": 0, "dataset": DATASET, **fields}

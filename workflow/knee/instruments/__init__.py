@@ -25,9 +25,12 @@ def names() -> list[str]:
     return list(REGISTRY)
 
 
-def role(name: str) -> str | None:
-    """The registered instrument that has this role (spec.ROLES), or None."""
-    return next((n for n, spec in REGISTRY.items() if spec.role == name), None)
+def role(name: str) -> str:
+    """The registered instrument that has this role (spec.ROLES): every role has one."""
+    found = next((n for n, spec in REGISTRY.items() if spec.role == name), None)
+    if found is None:
+        raise LookupError(f"no registered instrument has the role {name!r}")
+    return found
 
 
 def acceptance() -> tuple[str, ...]:

@@ -15,6 +15,7 @@ band is the spread of the included points around the shallowest included one.
 from __future__ import annotations
 
 from statistics import median
+from typing import Any
 
 from knee.core import prompts
 from knee.core.errors import KneeError
@@ -49,7 +50,7 @@ def counters(target) -> tuple[float, float]:
 
 def run(target, cfg: dict) -> dict:
     sampling = target.sampling_params(cfg["output_tokens"])
-    out = {"instrument": "depth", "points": [], "warmup": None}
+    out: dict[str, Any] = {"instrument": "depth", "points": [], "warmup": None}
     tokenize = target.tokenizer()
     for depth in cfg["depths"]:
         ids = depth_prompt(tokenize, target.seed, depth)

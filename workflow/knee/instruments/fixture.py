@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from knee.core import prompts
 from knee.instruments.spec import SINGLE_STREAM, Derived, Figure, Spec
 
@@ -21,7 +24,7 @@ SCHEMA = {
 
 def run(target, cfg: dict) -> dict:
     sampling = target.sampling_params(cfg["output_tokens"])
-    out = {"instrument": "fixture", "points": [], "warmup": None}
+    out: dict[str, Any] = {"instrument": "fixture", "points": [], "warmup": None}
     for name in cfg["classes"]:
         texts = prompts.class_prompts(cfg["prompt_dir"], name)
         ps = [texts[i % len(texts)] for i in range(cfg["requests"])]
@@ -55,7 +58,7 @@ def classes(windows) -> list[dict]:
     return out
 
 
-def caveats(classes: list[dict], comparison: dict, words) -> list[str]:
+def caveats(classes: list[dict], comparison: Mapping[str, Any], words) -> list[str]:
     """A class whose candidate delta has one sign in every pair, with its interval over pairs."""
     out = []
     for c in classes:

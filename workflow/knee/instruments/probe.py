@@ -3,6 +3,8 @@ acceptance of exactly that window (the scrapes bracketing it are kept in the raw
 
 from __future__ import annotations
 
+from typing import Any
+
 from knee.core import prompts
 from knee.instruments.spec import Spec
 
@@ -20,7 +22,7 @@ SCHEMA = {
 
 
 def run(target, cfg: dict) -> dict:
-    out = {"instrument": "probe", "points": [], "warmup": None}
+    out: dict[str, Any] = {"instrument": "probe", "points": [], "warmup": None}
     tokenize = target.tokenizer()
     for t in cfg["temperatures"]:
         sampling = {**target.sampling_params(cfg["output_tokens"]), "temperature": t,

@@ -5,6 +5,8 @@ Every prompt is exactly `prompt_tokens` tokens of the served model's own tokeniz
 
 from __future__ import annotations
 
+from typing import Any
+
 from knee.core import prompts
 from knee.instruments.spec import LOAD, Figure, Spec
 
@@ -36,7 +38,7 @@ def run(target, cfg: dict) -> dict:
     tokenize = target.tokenizer()
     warm = prompts.exact_token_prompts(tokenize, target.seed, "sweep warmup",
                                        cfg["warmup_requests"], cfg["prompt_tokens"])
-    out = {"instrument": "sweep", "points": [], "warmup": None}
+    out: dict[str, Any] = {"instrument": "sweep", "points": [], "warmup": None}
     if warm:
         out["warmup"] = target.send(warm, sampling, warmup=True)
     for c in cfg["concurrency"]:

@@ -18,6 +18,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from knee.core.jsonio import atomic_write_text
 
@@ -100,7 +101,7 @@ def observe(log_text: str, before: dict, after: dict) -> dict:
         else:
             aot = "compiled and saved (not in the cache)"
         compiled = aot != "loaded"
-        layers = {"aot": aot}
+        layers: dict[str, Any] = {"aot": aot}
         for layer in ("inductor", "aotautograd"):
             n0 = before.get(key, {}).get(layer, 0)
             n1 = after.get(key, {}).get(layer, 0)

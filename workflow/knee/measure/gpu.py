@@ -11,6 +11,7 @@ import json
 import statistics
 import sys
 import time
+from typing import Any
 
 from knee.core.errors import KneeError
 from knee.measure.hostspeed import ChildSampler
@@ -125,7 +126,7 @@ def summary(samples: list[dict], t0: float, t1: float) -> dict:
             per_gpu.setdefault(f"gpu{s['gpu']}", []).append(s)
     out = {}
     for gpu, got in sorted(per_gpu.items()):
-        row = {"samples": len(got)}
+        row: dict[str, Any] = {"samples": len(got)}
         for key in READINGS:
             values = [s[key] for s in got if s.get(key) is not None]
             if values:

@@ -7,7 +7,9 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from knee.core.errors import KneeError
 
@@ -58,9 +60,10 @@ def hardware() -> dict:
                 mem_kb = int(line.split()[1])
     except OSError:
         pass
-    facts = {"machine": platform.machine(), "kernel": platform.release(), "cpu_model": cpu,
-             "cpus": os.cpu_count(), "memory_gib": round(mem_kb / 2**20, 1), "gpus": [],
-             "boot_id": host_boot_id()}
+    facts: dict[str, Any] = {
+        "machine": platform.machine(), "kernel": platform.release(), "cpu_model": cpu,
+        "cpus": os.cpu_count(), "memory_gib": round(mem_kb / 2**20, 1), "gpus": [],
+        "boot_id": host_boot_id()}
     if shutil.which("nvidia-smi"):
         r = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
                             "--format=csv,noheader"], capture_output=True, text=True,
@@ -103,7 +106,7 @@ def slurm_allocation(job_id: str) -> dict:
     return {k: fields[k] for k in ALLOCATION if fields.get(k) not in (None, "(null)")}
 
 
-def scheduler(env: dict | None = None) -> dict:
+def scheduler(env: Mapping[str, str] | None = None) -> dict:
     """Where the session runs: the Slurm job, node and allocation, or the local machine.
     Taken before the session pins itself to the client's CPUs."""
     env = os.environ if env is None else env

@@ -26,6 +26,7 @@ from knee.analyze import resolved
 from knee.analyze.folder import instrument_names
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
+from knee.core.records import Plan
 from knee.measure import (
     cache,
     gpu,
@@ -50,7 +51,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def session_info(plan: dict, sid: str) -> dict:
+def session_info(plan: Plan, sid: str) -> dict:
     for s in plan["protocol"]["sessions"]:
         if s["id"] == sid:
             return s
@@ -61,7 +62,7 @@ def session_info(plan: dict, sid: str) -> dict:
 class Session:
     """One session's facts, gathered before the boot and used by every step after it."""
 
-    plan: dict
+    plan: Plan
     sid: str
     root: Path
     info: dict = field(init=False)
@@ -262,7 +263,7 @@ def used(s: Session) -> dict:
             "engine_peak_rss_mib": round(child, 1) if s.runtime.child_process else None}
 
 
-def preflight(plan: dict, arm_name: str) -> None:
+def preflight(plan: Plan, arm_name: str) -> None:
     """What this node must offer before anything boots: every secret the arm takes by
     reference, the engine's CPUs, and a model given by path."""
     missing = [k for k in plan["arms"][arm_name].get("secret_env", []) if not os.environ.get(k)]
@@ -295,7 +296,7 @@ def check_same_engine(s: Session, python: str, engine_facts: dict) -> None:
             "under a new name")
 
 
-def check_calibrated(plan: dict, engine_facts: dict) -> None:
+def check_calibrated(plan: Plan, engine_facts: dict) -> None:
     """Before anything boots: an adjusted bar's calibration holds for this engine and host
     (knee.plan.adjust), or nothing is measured."""
     if not plan.get("calibration"):
@@ -330,7 +331,7 @@ def refuse_overwrite(root: Path, sid: str) -> None:
             f"name, or move {root} away.")
 
 
-def measure(engine: Engine, plan: dict, name: str, sid: str, out: Path, model: dict,
+def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: dict,
             client_cpus: list[int] | None = None, engine_cpus: list[int] | None = None) -> None:
     """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
     spec, shared = instruments.get(name), plan["instruments"]

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from knee.core.errors import KneeError
+from knee.core.records import Plan
 from knee.plan import engineflags, runtimes, secrets
 
 ARMS = ("control", "candidate")
@@ -38,7 +39,7 @@ def shown_variable(variable: str | list[str]) -> str:
     return variable if isinstance(variable, str) else " + ".join(variable)
 
 
-def variable_values(plan: dict) -> dict[str, Any]:
+def variable_values(plan: Plan) -> dict[str, Any]:
     """Each arm's value of the declared variable (a list of values for a list of settings)."""
     out = {}
     for arm in ARMS:

@@ -7,12 +7,13 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from knee import instruments
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
+from knee.core.records import Plan
 from knee.plan import adjust, configfile, models, places, runtimes, secrets, stopping
 from knee.plan.arms import (
     ARMS,
@@ -141,6 +142,7 @@ def check_bar(config: dict, source: str = "config") -> None:
                                 "knee computes (use a single point, or decode_rate_p50 of "
                                 f"{' or '.join(pooling)})")
             continue
+        assert spec.bar_points is not None  # the schema names only instruments with points
         points = spec.bar_points(inst[rule["instrument"]])
         if rule["point"] not in points:
             raise KneeError(f"{where}.point: {rule['point']!r} is not measured by "
@@ -196,14 +198,14 @@ def measured_runtime(runtime: dict) -> dict:
     return {k: v for k, v in runtime.items() if k != "session_resources"}
 
 
-def plan_config(config: dict, source: str, repo: Path | str) -> tuple[dict, dict]:
+def plan_config(config: dict, source: str, repo: Path | str) -> tuple[dict, Plan]:
     """The one way a config becomes a plan (the Snakefile and `knee plan` alike): validated
     with its defaults, planned, and stamped with the workflow's commit."""
     checked = validate(config, source)
     return checked, make_plan(checked, source) | {"workflow": workflow_commit(repo)}
 
 
-def make_plan(config: dict, config_path: str = "config") -> dict:
+def make_plan(config: dict, config_path: str = "config") -> Plan:
     check_servers(config, config_path)
     check_no_credential(config, config_path)
     configfile.check_reserved(config["name"], config_path)
@@ -237,7 +239,7 @@ def check_no_credential(config: dict, source: str) -> None:
 
 
 def plan_of(config: dict, config_path: str, prediction: dict | None = None,
-            calibration: dict | None = None) -> dict:
+            calibration: dict | None = None) -> Plan:
     """The plan of a checked config (no check, nothing read: the audit re-makes a folder's
     plan from its copy of the config with it); `prediction` is the registered reference of a
     verification run's recommendation, `calibration` the one bar.adjust names
@@ -245,7 +247,7 @@ def plan_of(config: dict, config_path: str, prediction: dict | None = None,
     protocol = config["protocol"]
     planned = sessions(pair_orders(stopping.bounds(protocol["pairs"])[1], protocol["order"],
                                    protocol["seed"]))
-    plan = {
+    plan: dict[str, Any] = {  # a Plan once its bar's sha256 is in
         "name": config["name"],
         "question": config.get("question", ""),
         **({"license": config["license"]} if "license" in config else {}),
@@ -264,16 +266,20 @@ def plan_of(config: dict, config_path: str, prediction: dict | None = None,
         plan["prediction"] = prediction
     if calibration is not None:
         plan["calibration"] = calibration
-    plan["bar_sha256"] = registered_bar_sha256(plan)
+    plan["bar_sha256"] = registered_bar_sha256(cast(Plan, plan))
     if isinstance(protocol["pairs"], dict):
         plan["protocol"]["stopping"] = stopping.RULE
-    return plan
+    return cast(Plan, plan)
 
 
-def registered_bar_sha256(plan: dict) -> str:
+def registered_bar_sha256(plan: Plan) -> str:
     """The bar's sha256 as registered in a plan, recomputed from the plan's own content (with
     a verification run's prediction and an adjusted bar's calibration)."""
-    bar = {**plan["bar"], **{k: plan[k] for k in ("prediction", "calibration") if k in plan}}
+    bar: dict[str, Any] = dict(plan["bar"])
+    if "prediction" in plan:
+        bar["prediction"] = plan["prediction"]
+    if "calibration" in plan:
+        bar["calibration"] = plan["calibration"]
     return bar_sha256(bar, plan["protocol"]["sessions"], plan["protocol"]["pairs"])
 
 
@@ -291,13 +297,13 @@ def plan_fixed(root: Path | str) -> bool:
     return (Path(root) / layout.PLAN).is_file() and measured(root)
 
 
-def planned_part(plan: dict) -> dict:
+def planned_part(plan: Plan) -> dict:
     """What a plan measures (not where its sessions run)."""
     return {k: plan.get(k) for k in PLANNED} | {
         "runtime": measured_runtime(plan.get("runtime") or {})}
 
 
-def check_bound(plan: dict, root: Path | str, source: str) -> None:
+def check_bound(plan: Plan, root: Path | str, source: str) -> None:
     """A results folder belongs to the config in its plan.json: once a session has booted
     there, another config under the same name is refused."""
     path = Path(root) / layout.PLAN
@@ -328,7 +334,7 @@ def missing_plan(path: Path) -> KneeError:
                      "or measure under a new name")
 
 
-def write_plan(path: Path | str, plan: dict) -> None:
+def write_plan(path: Path | str, plan: Plan) -> None:
     """plan.json, written before the first boot; after it only ever written again unchanged."""
     path = Path(path)
     if not path.is_file() and measured(path.parent):

@@ -10,7 +10,9 @@ in knee.measure.session.LAUNCH, and its config section in workflow/schemas/confi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ RUNTIMES = {
 }
 
 
-def of(plan_or_config: dict) -> Runtime:
+def of(plan_or_config: Mapping[str, Any]) -> Runtime:
     """The runtime a plan (or a validated config) runs on."""
     return of_section(plan_or_config["runtime"])
 

@@ -3,11 +3,12 @@ its pair order."""
 
 from __future__ import annotations
 
+from knee.core.records import Plan
 from knee.plan import stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 
 
-def describe(plan: dict) -> str:
+def describe(plan: Plan) -> str:
     """A short human summary of a plan (shown by every invocation, dry runs included)."""
     values = variable_values(plan)
     sweep = plan["instruments"]["sweep"]

@@ -7,7 +7,9 @@ workflow (analysis, comparison, bar, README), never imports the runtime or the c
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from knee.analyze import compare, prom
 from knee.analyze.bar import judge_plan
@@ -26,6 +28,7 @@ from knee.analyze.prom import window_metrics
 from knee.core import folderscan, jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import sha256_file
+from knee.core.records import Plan, WindowMetrics
 from knee.publish import evidence, readme, rendered, tables
 from knee.publish.evidence import diff
 
@@ -88,8 +91,8 @@ def check_crate(root: Path) -> list[str]:
     except (KeyError, TypeError) as e:
         return [f"{CRATE}: not an RO-Crate ({type(e).__name__}: {e})"]
     described = {e.get("@id"): e.get("sha256") for e in files}
-    listed = dict(reversed(line.split("  ", 1)) for line in
-                  jsonio.read_text(manifest).splitlines() if "  " in line)
+    listed = {name: digest for digest, name in (line.split("  ", 1) for line in
+              jsonio.read_text(manifest).splitlines() if "  " in line)}
     listed.pop(CRATE, None)
     problems = []
     for name in sorted(set(listed) | set(described)):
@@ -140,10 +143,10 @@ def examine(root: Path) -> tuple[list[str], list[str]]:
     problems += [f"{layout.raw_dir(w['session'])}/{w['instrument']}: the raw records disagree "
                  f"with the server's own counters: {w['why']}"
                  for w in comparison.get("counter_disagreements", [])]
-    stored = jsonio.read(root / layout.COMPARISON, "comparison")
+    stored_comparison = jsonio.read(root / layout.COMPARISON, "comparison")
     problems += [f"{layout.COMPARISON}#{p}: differs from the recomputation"
-                 for p in diff({k: stored.get(k) for k in comparison}, comparison)]
-    problems += tables.check(root, stored, loaded)
+                 for p in diff({k: stored_comparison.get(k) for k in comparison}, comparison)]
+    problems += tables.check(root, stored_comparison, loaded)
     bar = judge_plan(plan, comparison, boots)
     stored_bar = jsonio.read(root / layout.BAR, "bar")
     problems += [f"{layout.BAR}#{p}: differs from the recomputation"
@@ -159,7 +162,7 @@ def examine(root: Path) -> tuple[list[str], list[str]]:
     return problems + check_readme(root, text), list(dict.fromkeys(notes))
 
 
-def check_sessions(root: Path, plan: dict, order: list[tuple[str, dict]]) -> \
+def check_sessions(root: Path, plan: Plan, order: list[tuple[str, dict]]) -> \
         tuple[list[str], list[str]]:
     """The plan against its config, every boot against the plan's arm and the registered bar,
     every raw file against its session and boot."""
@@ -180,8 +183,8 @@ def check_sessions(root: Path, plan: dict, order: list[tuple[str, dict]]) -> \
     return problems, notes
 
 
-def check_window(root: Path, sid: str, inst: str, session: dict, plan: dict) -> \
-        tuple[list[str], dict]:
+def check_window(root: Path, sid: str, inst: str, session: dict, plan: Plan) -> \
+        tuple[list[str], WindowMetrics]:
     """One window's metrics recomputed from its raw file and scrapes, against the stored."""
     path = root / layout.metrics(sid, inst)
     files = rawfiles.window(root / layout.raw_dir(sid), inst)
@@ -212,7 +215,7 @@ def check_readme(root: Path, text: str) -> list[str]:
     return problems
 
 
-def check_prediction(plan: dict, root: Path) -> list[str]:
+def check_prediction(plan: Plan, root: Path) -> list[str]:
     """A verification run's prediction, sealed in its folder, is still the bytes it registered
     (the recommendation it was copied from, in another folder, is not read)."""
     ref = plan.get("prediction")
@@ -230,7 +233,7 @@ def check_prediction(plan: dict, root: Path) -> list[str]:
     return []
 
 
-def check_recommendation(root: Path, plan: dict) -> list[str]:
+def check_recommendation(root: Path, plan: Plan) -> list[str]:
     """recommend/: the recommendation recomputed from the raw files, and its README,
     verify.yaml and figure rendered again, equal to what is published."""
     from knee.publish import recommend_out, recommend_report
@@ -252,7 +255,7 @@ def check_recommendation(root: Path, plan: dict) -> list[str]:
     return problems + rendered.recommend_figure(root, stored)
 
 
-def check_order(root: Path, plan: dict, boots: list[dict]) -> list[str]:
+def check_order(root: Path, plan: Plan, boots: Sequence[Mapping[str, Any]]) -> list[str]:
     """The sessions ran in the planned order: each boot started after the previous stop."""
     problems = []
     for s, boot in zip(realized_sessions(plan, root), boots, strict=True):
@@ -267,7 +270,7 @@ def check_order(root: Path, plan: dict, boots: list[dict]) -> list[str]:
     return problems
 
 
-def check_looks(root: Path, plan: dict) -> list[str]:
+def check_looks(root: Path, plan: Plan) -> list[str]:
     """Stopping by precision: every look recomputed from the raw files it saw."""
     path = realized_path(root)
     if not path.exists():
@@ -319,7 +322,7 @@ def resolve(doc, pointer: str):
     return doc
 
 
-def provenance(root: Path, plan: dict, target: str, doc: dict, pointer: str) -> list[str]:
+def provenance(root: Path, plan: Plan, target: str, doc: dict, pointer: str) -> list[str]:
     parts = [p for p in pointer.split("/") if p]
     row = None
     if target.endswith("comparison.json") and parts[:1] == ["rows"]:

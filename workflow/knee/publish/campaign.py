@@ -9,15 +9,18 @@ zero, the control when below, "cannot tell" when it spans zero.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from knee import instruments
 from knee.analyze.kmodel import session_k
 from knee.core import jsonio, layout
+from knee.core.records import Plan
 from knee.publish.comparison_md import ci, pctf
 
 
-def arm_label(plan: dict, arm: str, c: int | None = None) -> str:
+def arm_label(plan: Plan, arm: str, c: int | None = None) -> str:
     """off, k=N, or the schedule's k at c."""
     spec = plan["arms"][arm].get("speculative_config") or {}
     if not spec:
@@ -28,7 +31,7 @@ def arm_label(plan: dict, arm: str, c: int | None = None) -> str:
     return "off" if k == 0 else f"k={k}"
 
 
-def winner(plan: dict, row: dict | None, c: int | None) -> str:
+def winner(plan: Plan, row: dict | None, c: int | None) -> str:
     if row is None or row.get("interval") is None:
         return "not measured"
     lo, hi = row["interval"]
@@ -40,7 +43,7 @@ def winner(plan: dict, row: dict | None, c: int | None) -> str:
     return f"cannot tell {effect}"
 
 
-def across(comparison: dict, instrument: str, metric: str, point) -> dict | None:
+def across(comparison: Mapping[str, Any], instrument: str, metric: str, point) -> dict | None:
     return next((r for r in comparison["rows"] if r["instrument"] == instrument
                  and r["metric"] == metric and r["point"] == point and r["pair"] == "all"),
                 None)

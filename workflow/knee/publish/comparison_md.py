@@ -3,6 +3,9 @@ invalid comparison), and the number formats every report of them shares."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 def fmt(x) -> str:
     """Two decimals, or four significant digits for small values (TTFT in seconds)."""
@@ -25,7 +28,7 @@ def level(r: dict) -> str:
     return f"{100 * r['confidence']:g}% {where}"
 
 
-def comparison_markdown(comparison: dict, bar: dict | None = None) -> str:
+def comparison_markdown(comparison: Mapping[str, Any], bar: dict | None = None) -> str:
     lines = [f"# Comparison: {comparison['experiment']}", "",
              f"Validation: **{comparison['verdict']}** — {len(comparison['fields_checked'])} "
              f"fields checked, {len(comparison['mismatches'])} differ.", ""]

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 from rocrate.model.contextentity import ContextEntity
@@ -20,6 +22,7 @@ from rocrate.rocrate import ROCrate
 from knee import __version__
 from knee.analyze import folder
 from knee.core import jsonio, layout, prompts
+from knee.core.records import Plan
 from knee.plan import configfile
 from knee.publish import audit
 
@@ -67,7 +70,7 @@ def config_copy(config_paths: list[Path]) -> bytes:
             + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)).encode()
 
 
-def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: dict) -> None:
+def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: Plan) -> None:
     """The Snakefile, the experiment's config and its prompt files, copied under workflow/ (a
     verification run's prediction is there already: sealed when it was planned)."""
     root = Path(root)
@@ -112,7 +115,7 @@ def build(root: Path) -> dict:
     return crate.metadata.generate()
 
 
-def model_entity(crate: ROCrate, made: dict, boots: list[dict]) -> ContextEntity:
+def model_entity(crate: ROCrate, made: dict, boots: Sequence[Mapping[str, Any]]) -> ContextEntity:
     """A packaged model (knee.plan.models): its wheel, GGUF file and license, and the sha256
     of the folder the first session served (every boot receipt has it)."""
     served = (boots[0].get("model") or {}) if boots else {}
@@ -124,7 +127,7 @@ def model_entity(crate: ROCrate, made: dict, boots: list[dict]) -> ContextEntity
         "identifier": made["wheel"], "sha256": served.get("sha256") or ""}))
 
 
-def add_file(crate: ROCrate, root: Path, name: str, digest: str, plan: dict):
+def add_file(crate: ROCrate, root: Path, name: str, digest: str, plan: Plan):
     path = root / name
     props = {"sha256": digest, "contentSize": path.stat().st_size,
              "encodingFormat": FORMATS.get(path.suffix, "application/octet-stream")}
@@ -163,8 +166,8 @@ def act(crate: ROCrate, instrument, identifier: str, name: str, **fields) -> Non
     crate.root_dataset.append_to("mentions", action)
 
 
-def run_actions(crate: ROCrate, entities: dict, boots: list[dict], stops: dict,
-                plan: dict) -> None:
+def run_actions(crate: ROCrate, entities: dict, boots: Sequence[Mapping[str, Any]], stops: dict,
+                plan: Plan) -> None:
     """The workflow run (inputs -> README and derived files) and one action per session."""
     inputs = [e for f, e in entities.items() if f.startswith("workflow/")
               and f != "workflow/Snakefile"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
+from knee.core.records import Plan
 from knee.plan import arms, config, configfile, runtimes, secrets
 
 # process_start_time_seconds has 0.1 s resolution and started_at whole seconds
@@ -41,7 +42,7 @@ def diff(a, b, pointer: str = "") -> list[str]:
     return [] if a == b else [pointer or "/"]
 
 
-def remade_plan(root: Path, plan: dict) -> dict | None:
+def remade_plan(root: Path, plan: Plan) -> Plan | None:
     """plan.json as knee makes it from the folder's copy of the config (workflow/config.yaml),
     under the plan's name; None where the folder has no copy."""
     copy_ = Path(root) / layout.CONFIG_COPY
@@ -60,7 +61,7 @@ def remade_plan(root: Path, plan: dict) -> dict | None:
                           plan.get("calibration") if cfg["bar"].get("adjust") else None)
 
 
-def registration(root: Path, plan: dict, boots: dict[str, dict]) -> Checked:
+def registration(root: Path, plan: Plan, boots: dict[str, dict]) -> Checked:
     """The plan against the config it came from, and both hashes against every boot receipt:
     a bar that was not the registered one when a session booted is a problem."""
     problems, notes = [], []
@@ -98,7 +99,8 @@ def registration(root: Path, plan: dict, boots: dict[str, dict]) -> Checked:
 
 def argv_settings(argv: list[str]) -> dict[str, str | bool]:
     """An engine argv's flags: --flag value pairs, and bare flags as True."""
-    flags, i = {}, 0
+    flags: dict[str, str | bool] = {}
+    i = 0
     while i < len(argv):
         if argv[i].startswith("--"):
             nxt = argv[i + 1] if i + 1 < len(argv) else None
@@ -113,7 +115,7 @@ def argv_settings(argv: list[str]) -> dict[str, str | bool]:
     return flags
 
 
-def booted_as_planned(plan: dict, sessions: list[dict], boots: dict[str, dict]) -> list[str]:
+def booted_as_planned(plan: Plan, sessions: list[dict], boots: dict[str, dict]) -> list[str]:
     """Each boot receipt names its own session, pair and arm, and records the plan's server
     settings for that arm, in its resolved settings and in the argv it booted."""
     problems = []
@@ -156,7 +158,7 @@ def started(text: str) -> float | None:
     return float(m[1]) if m else None
 
 
-def bound_to_session(root: Path, plan: dict, sid: str, boot: dict, stop: dict | None,
+def bound_to_session(root: Path, plan: Plan, sid: str, boot: dict, stop: dict | None,
                      instruments: list[str]) -> Checked:
     """A session's raw files are its own: each names the session and the instrument, the
     scrapes come from the process this boot started, and (sessions that recorded them) the
@@ -205,7 +207,7 @@ def bound_to_session(root: Path, plan: dict, sid: str, boot: dict, stop: dict | 
     return problems, notes
 
 
-def git_history(root: Path, plan: dict) -> list[str]:
+def git_history(root: Path, plan: Plan) -> list[str]:
     """Where the folder lies in a git repository: whether plan.json was committed, unchanged,
     before any raw file was (the registration as git shows it)."""
     def git(*argv: str) -> subprocess.CompletedProcess:

@@ -5,8 +5,10 @@ derived files, titles it and saves it."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -16,8 +18,11 @@ import matplotlib.pyplot as plt
 from knee import instruments
 from knee.analyze import kmodel
 from knee.analyze.stats import mean
+from knee.core.records import Plan
 
-STABLE = {"svg.hashsalt": "knee", "svg.fonttype": "none", "font.size": 9}
+# the rc settings that make an SVG byte-identical from run to run (Any: matplotlib types its
+# keys as literals)
+STABLE: Any = {"svg.hashsalt": "knee", "svg.fonttype": "none", "font.size": 9}
 COLORS = {"control": "#888888", "candidate": "#22aa77"}
 
 
@@ -36,8 +41,8 @@ class View:
     """What a figure's draw function (knee.instruments.spec.Figure) may read: the derived
     files, the arms' colours, and the analysis it needs, handed in so that the instruments do
     not import it."""
-    plan: dict
-    comparison: dict
+    plan: Plan
+    comparison: Mapping[str, Any]
     table: list[dict]  # the acceptance table's windows
     colors: dict = field(default_factory=lambda: dict(COLORS))
 
@@ -52,7 +57,8 @@ class View:
     mean = staticmethod(mean)
 
 
-def render_all(plan: dict, comparison: dict, table: list[dict], out_dir: Path) -> list[Path]:
+def render_all(plan: Plan, comparison: Mapping[str, Any], table: list[dict],
+               out_dir: Path) -> list[Path]:
     """Every figure a registered instrument draws (knee.instruments.spec.Figure), drawn whether
     or not the experiment configures the instrument, so the workflow's outputs never depend on
     it."""

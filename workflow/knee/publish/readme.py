@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
 from knee import instruments
 from knee.analyze import compare, covariate, design, folder, inference, recommend_parts
 from knee.core import layout
+from knee.core.records import Plan
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.summary import order_name
@@ -35,7 +38,7 @@ def in_folder(path) -> str:
     return "/".join(Path(path).parts[-3:])
 
 
-def headline(comparison: dict, bar: dict) -> str:
+def headline(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> str:
     if comparison["verdict"] != "VALID":
         return "comparison INVALID: the arms did not see the same requests"
     verdict = f"bar {bar['verdict']}"
@@ -54,7 +57,7 @@ def headline(comparison: dict, bar: dict) -> str:
             f"C{best['point']} ({best['noise']})")
 
 
-def hosts(boots: list[dict]) -> list[dict]:
+def hosts(boots: Sequence[Mapping[str, Any]]) -> list[dict]:
     """Where a folder was measured over several hosts (one GPU lease after another): each
     host's boot id, its GPUs and the sessions it measured; empty where one host measured all
     (or the receipts do not say)."""
@@ -91,7 +94,7 @@ EXTERNAL = runtimes.EXTERNAL_CAVEAT
 WORDS = SimpleNamespace(fmt=fmt, pct=pctf, interval=ci, level=level, text=mdtext.text)
 
 
-def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
+def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: dict | None = None,
             runtime: runtimes.Runtime = runtimes.RUNTIMES["process"]) -> list[str]:
     out = [runtime.caveat] if runtime.caveat else []
     for w in (acceptance or {}).get("windows", []):
@@ -133,7 +136,7 @@ def caveats(comparison: dict, bar: dict, acceptance: dict | None = None,
     return out
 
 
-def workload_caveats(plan: dict, names: list[str] | None = None) -> list[str]:
+def workload_caveats(plan: Plan, names: list[str] | None = None) -> list[str]:
     """What the acceptance figures were measured on, where that is not a trained model's drafts
     on its own answers to real prompts: random weights, random-word prompts (of `names`, the
     instruments the figures come from; every one of the plan's by default), forced length."""
@@ -176,7 +179,7 @@ def gpu_caveat(clocks: dict) -> str:
                if follows else "") + ".")
 
 
-def protocol_words(plan: dict, bar: dict) -> str:
+def protocol_words(plan: Plan, bar: Mapping[str, Any]) -> str:
     lo, hi = stopping.bounds(plan["protocol"]["pairs"])
     if lo == hi:
         return f"{hi} pairs"
@@ -185,7 +188,7 @@ def protocol_words(plan: dict, bar: dict) -> str:
             "(protocol/realized.json)")
 
 
-def sampling_words(plan: dict) -> str:
+def sampling_words(plan: Plan) -> str:
     """How every request of every window sampled (knee.core.prompts.sampling_params)."""
     sampling = plan["instruments"].get("sampling")
     if not sampling:
@@ -212,7 +215,7 @@ def shared_key(caches: dict[str, dict]) -> str | None:
             f"`{', '.join(k[:12] for k in sorted(keys['candidate']))}`)")
 
 
-def predicted(plan: dict, comparison: dict, rec: dict) -> dict:
+def predicted(plan: Plan, comparison: Mapping[str, Any], rec: Mapping[str, Any]) -> dict:
     """A verification run's predicted-against-measured rows, from its registered prediction."""
     file = plan["prediction"]["file"]
     rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
@@ -232,7 +235,7 @@ def predicted(plan: dict, comparison: dict, rec: dict) -> dict:
                       "difference_pct": 100 * (here - then) / then} if here and then else None}
 
 
-def over_boots(windows: list[dict], confidence: float = 0.95) -> list[dict]:
+def over_boots(windows: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> list[dict]:
     """Per arm and point (the fixture's classes): the acceptance rate's mean over the boots that
     drafted there, with its Student t interval over them, and each position's mean rate."""
     got: dict[tuple[str, str], list[dict]] = {}
@@ -263,9 +266,11 @@ def conditional(rates: list[float] | None) -> str:
         for i, r in enumerate(rates))
 
 
-def render(plan: dict, comparison: dict, bar: dict, boots: list[dict], acceptance: dict,
+def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
+           boots: Sequence[Mapping[str, Any]], acceptance: dict,
            caches: dict[str, dict] | None = None, stops: dict[str, dict] | None = None,
-           recommendation: dict | None = None, prediction: dict | None = None) -> str:
+           recommendation: Mapping[str, Any] | None = None,
+           prediction: Mapping[str, Any] | None = None) -> str:
     """The results README; `prediction`: a verification run's registered recommendation."""
     env = templates(html=False)
     tables = []

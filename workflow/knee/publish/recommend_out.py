@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from knee.analyze import recommend, recommend_parts
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
+from knee.core.records import Plan
 from knee.plan import configfile
 
 SCHEDULE_KEY = "speculative_config.num_speculative_tokens_per_batch_size"
@@ -33,7 +36,7 @@ def config_of(root: Path) -> list[Path]:
     return [Path(p) for p in jsonio.read(Path(root) / layout.PLAN)["config_file"].split(" + ")]
 
 
-def make(plan: dict, root: Path, named=None) -> dict:
+def make(plan: Plan, root: Path, named=None) -> dict:
     """The recommendation, or the refusal with its reason."""
     try:
         return recommend.build(plan, root, named)
@@ -41,7 +44,7 @@ def make(plan: dict, root: Path, named=None) -> dict:
         return recommend_parts.refused(plan, str(e))
 
 
-def spec_base(plan: dict, horizon: int) -> dict:
+def spec_base(plan: Plan, horizon: int) -> dict:
     """The speculative_config of the arm that drafts at the horizon, without a schedule."""
     for arm in plan["arms"]:
         if recommend.fixed_at(plan, arm, horizon):
@@ -51,7 +54,7 @@ def spec_base(plan: dict, horizon: int) -> dict:
     raise KneeError("no arm drafts at the horizon at every batch size")
 
 
-def verify_arms(rec: dict, plan: dict) -> tuple[dict, dict, str | list[str]]:
+def verify_arms(rec: Mapping[str, Any], plan: Plan) -> tuple[dict, dict, str | list[str]]:
     """server.speculative_config, the arms and the variable of the verification run: control
     the best fixed k, candidate the recommended schedule."""
     fixed, bands = rec["best_fixed_k"], rec["schedule"]
@@ -71,7 +74,7 @@ def verify_arms(rec: dict, plan: dict) -> tuple[dict, dict, str | list[str]]:
     return {**spec, "num_speculative_tokens": fixed}, arms, variable
 
 
-def verify_bar(rec: dict, alpha: float) -> dict:
+def verify_bar(rec: Mapping[str, Any], alpha: float) -> dict:
     """Pre-registered from the prediction: where the schedule's k differs from the fixed k, its
     throughput gain is at least the low end of the predicted gain's interval; where it is the
     same k, parity within PARITY_PCT (what running a schedule costs by itself)."""
@@ -96,7 +99,7 @@ def verify_name(name: str) -> str:
     return name[:NAME_LIMIT - len(suffix)] + suffix
 
 
-def verify_config(rec: dict, plan: dict, config: dict, rec_path: Path) -> dict:
+def verify_config(rec: Mapping[str, Any], plan: Plan, config: dict, rec_path: Path) -> dict:
     """The verification experiment: the measured config with the k settings replaced."""
     spec, arms, variable = verify_arms(rec, plan)
     out = {k: copy.deepcopy(v) for k, v in config.items()
@@ -112,7 +115,7 @@ def verify_config(rec: dict, plan: dict, config: dict, rec_path: Path) -> dict:
             "bar": verify_bar(rec, plan["bar"].get("alpha", 0.05))}
 
 
-def verify_text(rec: dict, plan: dict, config_paths: list[Path]) -> str:
+def verify_text(rec: Mapping[str, Any], plan: Plan, config_paths: list[Path]) -> str:
     if rec["status"] != "recommended":
         return f"# no verification run: the recommendation was refused ({rec['reason']})\n"
     # paths as the workflow writes them, from the checkout's top: the same text wherever the
@@ -124,7 +127,7 @@ def verify_text(rec: dict, plan: dict, config_paths: list[Path]) -> str:
             + yaml.safe_dump(cfg, sort_keys=False, width=100))
 
 
-def write(root: Path, config_paths: list[Path], plan: dict, named=None) -> dict:
+def write(root: Path, config_paths: list[Path], plan: Plan, named=None) -> dict:
     """Every file of results/X/recommend/, each written atomically (from the folder's files;
     with `named`, knee.analyze.folder.Named, only from those)."""
     from knee.publish import recommend_report

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from knee import instruments
 from knee.core import layout
+from knee.core.records import Plan
 from knee.publish.comparison_md import fmt, pctf
 from knee.publish.figures import COLORS, STABLE, plt, save
 from knee.publish.readme import workload_caveats
@@ -23,7 +26,7 @@ def interval_text(iv, pct: bool = False) -> str:
     return f"{pctf(iv[0])} … {pctf(iv[1])}" if pct else f"{iv[0]:.0f} … {iv[1]:.0f}"
 
 
-def refused_text(rec: dict) -> str:
+def refused_text(rec: Mapping[str, Any]) -> str:
     return (f"# {rec['experiment']}: no k recommendation\n\n"
             f"**Refused:** {rec['reason']}.\n\n"
             "A recommendation needs the sweep at three or more concurrencies, the acceptance "
@@ -32,7 +35,7 @@ def refused_text(rec: dict) -> str:
             "step time can be separated from k.\n")
 
 
-def schedule_lines(rec: dict) -> list[str]:
+def schedule_lines(rec: Mapping[str, Any]) -> list[str]:
     preds = {(p["concurrency"], p["k"]): (i, p) for i, p in enumerate(rec["predictions"])}
     fixed = rec["best_fixed_k"]
     out = [f"Among k = {', '.join(map(str, rec['allowed_ks']))} (the horizons measured and "
@@ -56,7 +59,7 @@ def schedule_lines(rec: dict) -> list[str]:
     return out
 
 
-def acceptance_lines(rec: dict) -> list[str]:
+def acceptance_lines(rec: Mapping[str, Any]) -> list[str]:
     a = rec["acceptance"]
     rates = ", ".join(link(f"{100 * r:.2f}%", f"acceptance/per_position_rate/{i}")
                       for i, r in enumerate(a["per_position_rate"]))
@@ -66,7 +69,7 @@ def acceptance_lines(rec: dict) -> list[str]:
             f"Tokens per drafted step (1 + a_1 + … + a_k): {tokens}."]
 
 
-def ceiling_lines(rec: dict) -> list[str]:
+def ceiling_lines(rec: Mapping[str, Any]) -> list[str]:
     out = ["| k | step (ms) | tokens per step | modelled decode (tok/s) | ceiling at perfect "
            "acceptance (tok/s) |", "|---:|---:|---:|---:|---:|"]
     for i, c in enumerate(rec["ceiling"]):
@@ -76,7 +79,7 @@ def ceiling_lines(rec: dict) -> list[str]:
     return out
 
 
-def fit_lines(rec: dict) -> list[str]:
+def fit_lines(rec: Mapping[str, Any]) -> list[str]:
     m, e = rec["step_model"], rec["throughput_fit_error_pct"]
     median = f"{e['median_abs']:.1f}%"
     coef = ", ".join(f"{t}: {1000 * c:.4g} ms" for t, c in zip(m["terms"], m["coef"],
@@ -95,7 +98,7 @@ def fit_lines(rec: dict) -> list[str]:
     return out
 
 
-def knee_lines(rec: dict) -> list[str]:
+def knee_lines(rec: Mapping[str, Any]) -> list[str]:
     out = []
     for arm, k in rec["knees"].items():
         what = (f"c ≈ {fmt(k['knee'])} (slope {fmt(k['slope_before'])} then "
@@ -109,7 +112,7 @@ def knee_lines(rec: dict) -> list[str]:
     return out
 
 
-def readme(rec: dict, plan: dict) -> str:
+def readme(rec: Mapping[str, Any], plan: Plan) -> str:
     if rec["status"] != "recommended":
         return refused_text(rec)
     sched = rec["speculative_config"]
@@ -136,7 +139,7 @@ def readme(rec: dict, plan: dict) -> str:
     return "\n".join([*lines, "## Caveats", "", *[f"- {c}" for c in said], ""])
 
 
-def figure(rec: dict, stem: Path) -> None:
+def figure(rec: Mapping[str, Any], stem: Path) -> None:
     """Predicted throughput per k against concurrency (band: interval), each arm's measured
     points, the crossover and each arm's knee."""
     with plt.rc_context(STABLE):

@@ -7,15 +7,18 @@ metadata, so a figure renders to the same bytes wherever the pinned workflow env
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from knee.core import jsonio, layout
+from knee.core.records import Plan
 from knee.publish import figures, templating
 from knee.publish.comparison_md import comparison_markdown
 from knee.publish.evidence import diff
 
 
-def texts(root: Path, comparison: dict, bar: dict) -> list[str]:
+def texts(root: Path, comparison: Mapping[str, Any], bar: dict) -> list[str]:
     problems = []
     for name, text in ((layout.COMPARISON_MD, comparison_markdown(comparison, bar)),
                        (layout.VERDICT_HTML, templating.verdict_html(comparison, bar))):
@@ -43,13 +46,14 @@ def same_files(made: Path, kept: Path, shown: str) -> list[str]:
     return problems
 
 
-def figures_of(root: Path, plan: dict, comparison: dict, table: list[dict]) -> list[str]:
+def figures_of(root: Path, plan: Plan, comparison: Mapping[str, Any],
+               table: list[dict]) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         figures.render_all(plan, comparison, table, Path(tmp))
         return same_files(Path(tmp), Path(root) / layout.FIGURES, "figures")
 
 
-def recommend_figure(root: Path, recommendation: dict) -> list[str]:
+def recommend_figure(root: Path, recommendation: Mapping[str, Any]) -> list[str]:
     from knee.publish import recommend_report
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -57,7 +61,8 @@ def recommend_figure(root: Path, recommendation: dict) -> list[str]:
         return same_files(Path(tmp), Path(root) / "recommend", "recommend")
 
 
-def check(root: Path, plan: dict, comparison: dict, bar: dict, table: list[dict]) -> list[str]:
+def check(root: Path, plan: Plan, comparison: Mapping[str, Any], bar: dict,
+          table: list[dict]) -> list[str]:
     """comparison.md, verdict.html, acceptance.json and the figures, rendered again."""
     problems = texts(root, comparison, bar)
     stored = jsonio.read(Path(root) / layout.ACCEPTANCE, "acceptance")

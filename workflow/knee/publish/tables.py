@@ -4,7 +4,9 @@ request of every window as Parquet (pandas). Derived from files only; columns in
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -12,7 +14,7 @@ from knee.analyze import stats
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 
-# every column, what it holds (config/README.md shows this table; a test checks they agree)
+# every column, what it holds (docs/config.md shows this table; a test checks they agree)
 ROW_COLUMNS = {
     "instrument": "the instrument of the row",
     "point": "its point: a concurrency, a class, a depth, a temperature (as text), or all",
@@ -53,7 +55,7 @@ REQUEST_COLUMNS = {
 }
 
 
-def comparison_rows(comparison: dict) -> pd.DataFrame:
+def comparison_rows(comparison: Mapping[str, Any]) -> pd.DataFrame:
     """One row per instrument, point, pair and metric, every field of comparison.json."""
     rows = []
     for r in comparison["rows"]:
@@ -107,7 +109,7 @@ def write(frame: pd.DataFrame, path: Path) -> None:
                              else parquet_bytes(frame))
 
 
-def check(root: Path, comparison: dict, sessions: dict) -> list[str]:
+def check(root: Path, comparison: Mapping[str, Any], sessions: dict) -> list[str]:
     """The stored tables against tables made anew from comparison.json and the raw files
     (Parquet compared as read back, so another pyarrow's byte layout is no difference)."""
     problems = []

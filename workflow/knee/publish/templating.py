@@ -3,7 +3,9 @@ to HTML: the bar's verdicts and the comparison table (verdict.html, for the Snak
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -22,7 +24,7 @@ def templates(html: bool) -> jinja2.Environment:
     return env
 
 
-def verdict_html(comparison: dict, bar: dict) -> str:
+def verdict_html(comparison: Mapping[str, Any], bar: dict) -> str:
     """The bar's verdicts and the comparison table as one self-contained page (for the
     Snakemake report)."""
     return templates(html=True).get_template("verdict.html.j2").render(

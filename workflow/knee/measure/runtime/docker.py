@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knee.core.errors import KneeError
+from knee.core.records import Plan
 from knee.measure import receipts
 from knee.measure.runtime.endpoint import Served, free_port, stopped
 from knee.plan import secrets
@@ -244,7 +245,7 @@ def launch(s, model: dict, engine_facts: dict, python: str, engine_cpus: list[in
                             s.cache_root, engine_cpus)
 
 
-def container_engine(plan: dict, sid: str, arm: dict, model: dict, image: dict, log: Path,
+def container_engine(plan: Plan, sid: str, arm: dict, model: dict, image: dict, log: Path,
                      port: int, cache_root: Path, cpus: list[int] | None):
     """The docker runtime's engine: the pinned image (checked and pulled again on this node),
     the server listening on all of the container's interfaces, published on runtime.host."""

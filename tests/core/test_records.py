@@ -1,0 +1,57 @@
+"""Each record type says what its kind of file holds: every key its schema names or requires,
+the schema's required keys Required, and every key of every published file of that kind."""
+
+import json
+from typing import get_type_hints
+
+import pytest
+
+from knee.core import jsonio, records
+from tests.helpers import ROOT
+
+NESTED = {  # a record's list of records: (key, its record type)
+    "raw": ("points", records.RawWindow),
+    "comparison": ("rows", records.ComparisonRow),
+    "bar": ("rules", records.RuleVerdict),
+}
+
+
+def published() -> dict[str, list[dict]]:
+    """Every JSON file under results/ with a knee schema, by kind."""
+    found: dict[str, list[dict]] = {}
+    for path in sorted((ROOT / "results").glob("**/*.json")):
+        data = json.loads(jsonio.read_text(path))
+        if isinstance(data, dict) and str(data.get("schema", "")).startswith("knee/"):
+            found.setdefault(data["schema"].removeprefix("knee/"), []).append(data)
+    return found
+
+
+def undeclared(record: type, data: list[dict]) -> set[str]:
+    return {k for d in data for k in d} - set(get_type_hints(record))
+
+
+@pytest.mark.parametrize("kind", sorted(records.RECORDS))
+def test_a_record_holds_what_its_schema_names(kind):
+    record = records.RECORDS[kind]
+    schema = jsonio.schema_file(kind)
+    assert set(schema.get("properties", {})) <= set(get_type_hints(record))
+    # the stamp is jsonio.write's: a record as the code builds it has the rest
+    assert set(schema["required"]) - {"schema", "schema_version"} == set(
+        record.__required_keys__)
+
+
+def test_a_record_holds_every_key_of_every_published_file():
+    files = published()
+    assert {"plan", "boot", "stop", "raw", "metrics", "comparison", "bar",
+            "recommendation"} <= set(files)
+    for kind, record in records.RECORDS.items():
+        assert not undeclared(record, files[kind]), (kind, undeclared(record, files[kind]))
+        if kind in NESTED:
+            key, inner = NESTED[kind]
+            items = [x for d in files[kind] for x in d[key]]
+            assert items and not undeclared(inner, items), (kind, undeclared(inner, items))
+
+
+def test_a_key_no_record_declares_is_found():
+    assert undeclared(records.StopReceipt, [{"schema": "knee/stop", "stopped_in": 1}]) == {
+        "stopped_in"}

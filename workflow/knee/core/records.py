@@ -1,0 +1,281 @@
+"""The records knee writes and reads, one typed definition each: the keys of a file the
+schema of its kind (workflow/schemas/<kind>.schema.yaml) validates, with the keys that schema
+requires marked Required. `jsonio.read(path, kind)` returns the kind's record, and
+tests/core/test_records.py holds each definition to its schema and to every published file.
+A nested section that no module reads as a whole stays a mapping of its own (`Section`)."""
+
+from typing import Any, Required, TypedDict
+
+Section = dict[str, Any]
+# a point of an instrument: a sweep's concurrency, a probe's temperature, or "all"
+Point = int | float | str
+
+
+class Stamped(TypedDict, total=False):
+    """What every file knee writes starts with: jsonio.write stamps a record with them."""
+
+    schema: str
+    schema_version: int
+
+
+class PlanBar(TypedDict, total=False):
+    """The bar as the plan registers it (hashed into bar_sha256)."""
+
+    alpha: Required[float]
+    rules: Required[list[Section]]
+    adjust: Section
+    expected_engine_differences: list[str]
+
+
+class PlanProtocol(TypedDict, total=False):
+    """The realized protocol: the sessions in boot order, written before the first boot."""
+
+    pairs: Required[int | Section]
+    order: Required[str | list[str]]
+    seed: Required[int]
+    sessions: Required[list[Section]]
+    stopping: str
+
+
+class Plan(Stamped, total=False):
+    """plan.json: the experiment as it will be measured (the config resolved, the order
+    realized, the bar and its sha256)."""
+
+    name: Required[str]
+    question: str
+    license: str
+    config_file: str
+    config_sha256: Required[str]
+    bar_sha256: Required[str]
+    variable: Required[str | list[str]]
+    arms: Required[dict[str, Section]]
+    model: Required[Section]
+    runtime: Required[Section]
+    protocol: Required[PlanProtocol]
+    instruments: Required[Section]
+    analysis: Required[Section]
+    bar: Required[PlanBar]
+    workflow: Section
+    prediction: Section
+    calibration: Section
+
+
+class BootReceipt(Stamped, total=False):
+    """receipts/<session>-boot.json: what booted, with what, where."""
+
+    experiment: Required[str]
+    session: Required[str]
+    pair: Required[int]
+    arm: Required[str]
+    runtime: Required[Section]
+    boot_seconds: Required[float]
+    endpoint: Required[str]
+    argv: Required[list[str]]
+    env: Required[dict[str, str]]
+    server: Required[Section]
+    model: Required[Section]
+    engine: Required[Section]
+    hardware: Required[Section]
+    compile_cache: Required[Section]
+    config_sha256: str
+    bar_sha256: str
+    cpus: Section
+    scheduler: Section
+    started_at: str
+    workflow: Section
+    external: Section
+    image_digest: str
+    listening: list[Section]
+    env_inherited: list[str]
+    engine_resolved: Section
+    sampling_check: Section
+
+
+class StopReceipt(Stamped, total=False):
+    """receipts/<session>-stop.json: how the session ended."""
+
+    experiment: Required[str]
+    session: Required[str]
+    completed: Required[bool]
+    exit_status: Required[int | None]
+    killed: bool
+    died_before_stop: bool
+    log: str
+    stop_seconds: float
+    stopped_at: str
+    raw_sha256: dict[str, str]
+    resources: Section
+
+
+class RawWindow(TypedDict, total=False):
+    """One window of load in a raw file: its point, its requests' records, the scrapes."""
+
+    point: Required[Any]
+    run: Required[int]
+    profile: Required[Section]
+    records: Required[list[Section]]
+    wall_s: Required[float]
+    prefix_cache: Section
+    prom_before: str
+    prom_after: str
+
+
+class RawFile(Stamped, total=False):
+    """raw/<session>/<instrument>.json: one instrument's windows in one session."""
+
+    session: Required[str]
+    instrument: Required[str]
+    points: Required[list[RawWindow]]
+    host: Section
+    warmup: Section
+
+
+class WindowMetrics(Stamped, total=False):
+    """raw/<session>/<instrument>.metrics.json: what the scrapes and records of a session's
+    windows give, per window."""
+
+    session: Required[str]
+    instrument: Required[str]
+    window: Required[list[Section]]
+    requests: Required[Any]
+    generation_tokens: Required[Any]
+    flags: Required[list[str]]
+    server_latency: Required[Section]
+    client_latency: Required[Section]
+    speculation: Required[Section]
+    acceptance_rate: Any
+    mean_acceptance_length: Any
+    per_position_rate: Any
+    knee_position: Any
+    knee_threshold: Any
+    k: Any
+    ceiling_decode_rate: Any
+    modelled_decode_rate: Any
+    tokens_per_step: Any
+    step_time_s: Any
+    step_time_source: Any
+    client_output_tokens: Any
+    prompt_tokens: Any
+    scrapes: Any
+    temperatures: Any
+    sampling_withheld: Any
+    spec_decode_num_accepted_tokens: Any
+    spec_decode_num_accepted_tokens_per_pos: Any
+    spec_decode_num_draft_tokens: Any
+    spec_decode_num_drafts: Any
+
+
+class ComparisonRow(TypedDict, total=False):
+    """One (instrument, metric, point) of comparison.json: the arms' medians and the per-pair
+    effect's interval."""
+
+    instrument: Required[str]
+    metric: Required[str]
+    point: Required[Any]
+    control: Required[float | None]
+    candidate: Required[float | None]
+    delta_pct: Required[float | None]
+    interval: Required[list[float | None] | None]
+    interval_level: Required[float | None]
+    confidence: Required[str]
+    noise: Required[Any]
+    noise_pct: Required[float | None]
+    pair: Required[Any]
+    pairs: int
+    per_pair_delta_pct: list[float | None]
+
+
+class Comparison(Stamped, total=False):
+    """comparison/comparison.json."""
+
+    experiment: Required[str]
+    verdict: Required[str]
+    fields_checked: Required[list[str]]
+    mismatches: Required[list[Section]]
+    rows: Required[list[ComparisonRow]]
+    interval_method: Required[str]
+    variable: Any
+    noise_method: str
+    host_flags: Any
+    gpu: Any
+    engine_differences: Any
+    covariate: Section
+    host_speed: Any
+    fixture_classes: Any
+    depth_curves: Any
+    sampling_withheld: Any
+    sampling_undecided: Any
+
+
+class RuleVerdict(TypedDict, total=False):
+    """One bar rule decided: its interval against its threshold, and what it needs."""
+
+    rule: Required[str]
+    instrument: Required[str]
+    metric: Required[str]
+    point: Required[Any]
+    verdict: Required[str]
+    test: Required[str]
+    estimate: Required[float | None]
+    interval: Required[list[float | None] | None]
+    interval_level: Required[float | None]
+    confidence: Required[str]
+    mde_pct: Required[float | None]
+    pairs: Required[int]
+    pairs_needed: Required[int | None]
+    per_pair: Required[list[float | None]]
+    reason: str
+
+
+class BarVerdict(Stamped, total=False):
+    """comparison/bar.json: the bar's verdict and each rule's."""
+
+    experiment: Required[str]
+    verdict: Required[str]
+    bar_sha256: Required[str]
+    bar_changed: Required[bool]
+    alpha: Required[float]
+    looks: Required[int]
+    alpha_per_look: Required[float]
+    pairs: Required[int]
+    method: Required[str]
+    rules: Required[list[RuleVerdict]]
+    bar: Section
+    confounds: list[str]
+    rules_verdict: str
+
+
+class Recommendation(Stamped, total=False):
+    """recommend/recommendation.json: which k at which load, and why (or why not)."""
+
+    experiment: Required[str]
+    status: Required[str]
+    reason: Required[str]
+    method: Required[str]
+    knee_method: Required[str]
+    sweep_cpu_speed: Any
+    interval: Any
+    acceptance: Any
+    step_model: Any
+    allowed_ks: list[int]
+    ks: list[int]
+    concurrency: list[int]
+    predictions: Any
+    measured: Any
+    throughput_fit_error_pct: Any
+    best: Any
+    schedule: Any
+    best_fixed_k: Any
+    speculative_config: Any
+    crossover: Any
+    knees: Any
+    ceiling: Any
+    verify: Any
+
+
+# the kind of file (its schema's name) each record is
+RECORDS: dict[str, type] = {
+    "plan": Plan, "boot": BootReceipt, "stop": StopReceipt, "raw": RawFile,
+    "metrics": WindowMetrics, "comparison": Comparison, "bar": BarVerdict,
+    "recommendation": Recommendation,
+}
