@@ -84,8 +84,9 @@ def test_exact_token_prompts_are_deterministic_and_exact_on_the_real_tokenizer(e
 def test_a_toy_instrument_in_one_file_is_planned_measured_compared_derived_and_rendered(
         engine, toy, default_config, tmp_path):
     from knee.analyze import bar as bar_module
-    from knee.analyze import compare, folder
+    from knee.analyze import compare
     from knee.core import jsonio
+    from knee.instruments import instrument_names
     from knee.measure import session
     from knee.plan import config
     from knee.publish import readme
@@ -99,7 +100,7 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_derived_and_r
                             "point": "burst", "within_pct": 50}]
     _, plan = config.plan_config(cfg, "toy.yaml", ROOT)  # planned: its schema, its defaults
     assert plan["instruments"]["burst"] == {"requests": 2, "prompt_tokens": 32, "output_tokens": 64}
-    assert folder.instrument_names(plan) == ["sweep", "burst"]
+    assert instrument_names(plan) == ["sweep", "burst"]
     pub = ROOT / "results" / "ksched-cpu"
     boot = jsonio.read(pub / "receipts" / "1-control-boot.json", "boot")
     sessions = {}

@@ -4,8 +4,8 @@ of them must carry, and that they audit here."""
 import pytest
 
 from knee.analyze import aa, inference, sampling
-from knee.analyze.folder import instrument_names
 from knee.core import jsonio, rawfiles
+from knee.instruments import instrument_names
 from knee.plan import models
 from knee.publish import audit
 from tests.helpers import ROOT

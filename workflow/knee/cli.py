@@ -207,7 +207,7 @@ def cmd_crate(args) -> int:
 def cmd_manifest(args) -> int:
     from knee.publish import audit
 
-    jsonio.atomic_write_text(args.results / audit.MANIFEST,
+    jsonio.atomic_write_text(args.results / layout.MANIFEST,
                              "\n".join(audit.manifest_lines(args.results)) + "\n")
     return 0
 

@@ -13,7 +13,7 @@ from knee.core import rawfiles as knee_rawfiles
 from knee.plan import stopping as knee_stopping
 from knee.plan import summary as knee_summary
 from knee.core.errors import KneeError
-from knee.analyze.folder import instrument_names
+from knee.instruments import instrument_names
 from knee import instruments as knee_instruments
 from snakemake.logging import logger
 

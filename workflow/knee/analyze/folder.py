@@ -34,11 +34,6 @@ def reader(named: Named | None):
     return jsonio.read if named is None else named.read
 
 
-def instrument_names(plan: Plan) -> list[str]:
-    """The plan's instruments, in the order a session runs them."""
-    return [name for name in instruments.names() if name in plan["instruments"]]
-
-
 def boot_path(root: Path, sid: str) -> Path:
     return Path(root) / layout.receipt(sid, "boot")
 
@@ -93,7 +88,7 @@ def load_sessions(plan: Plan, root: Path, pairs: int | None = None,
     for session in sessions_upto(plan, upto):
         sid = session["id"]
         files = {name: rawfiles.stored(Path(root) / layout.raw_dir(sid), f"{name}.json")
-                 for name in instrument_names(plan)}
+                 for name in instruments.instrument_names(plan)}
         files["boot"] = boot_path(root, sid)
         out[(session["pair"], session["arm"])] = {
             "boot": read(files["boot"], "boot"),

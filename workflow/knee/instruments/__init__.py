@@ -1,5 +1,6 @@
 """The instruments, one module each, in the order a session runs them (knee.instruments.spec)."""
 
+from knee.core.records import Plan
 from knee.instruments import depth, fixture, probe, sweep
 from knee.instruments.spec import (
     LOAD,
@@ -23,6 +24,11 @@ def get(name: str) -> Spec:
 
 def names() -> list[str]:
     return list(REGISTRY)
+
+
+def instrument_names(plan: Plan) -> list[str]:
+    """The plan's instruments, in the order a session runs them."""
+    return [name for name in REGISTRY if name in plan["instruments"]]
 
 
 def role(name: str) -> str:

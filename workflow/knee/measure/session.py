@@ -23,10 +23,10 @@ from pathlib import Path
 
 from knee import instruments
 from knee.analyze import resolved
-from knee.analyze.folder import instrument_names
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.records import Plan
+from knee.instruments import instrument_names
 from knee.measure import (
     cache,
     gpu,

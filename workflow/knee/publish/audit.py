@@ -14,7 +14,6 @@ from typing import Any
 from knee.analyze import compare, prom
 from knee.analyze.bar import judge_plan
 from knee.analyze.folder import (
-    instrument_names,
     load_receipts,
     load_sessions,
     realized_pairs,
@@ -29,12 +28,11 @@ from knee.core import folderscan, jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import sha256_file
 from knee.core.records import Plan, WindowMetrics
+from knee.instruments import instrument_names
 from knee.publish import evidence, readme, rendered, tables
 from knee.publish.evidence import diff
 
-MANIFEST = layout.MANIFEST
 MANIFEST_LIMIT = 4 << 20  # a manifest lists a few hundred files
-CRATE = layout.CRATE
 LISTED = (layout.PLAN, layout.README, layout.RECEIPTS, layout.RAW, layout.PROTOCOL,
           layout.COMPARISON_DIR, layout.FIGURES, layout.WORKFLOW, layout.CRATE)
 
@@ -50,7 +48,7 @@ def manifest_lines(root: Path) -> list[str]:
 
 
 def check_manifest(root: Path) -> list[str]:
-    path = root / MANIFEST
+    path = root / layout.MANIFEST
     if not path.is_file():
         return [f"{path}: missing"]
     problems, listed = [], set()
@@ -72,7 +70,7 @@ def check_manifest(root: Path) -> list[str]:
                             "the manifest was written)")
     for line in manifest_lines(root):
         name = line.split("  ", 1)[1]
-        if name not in listed and name != MANIFEST:
+        if name not in listed and name != layout.MANIFEST:
             problems.append(f"{path}: {name} is not listed")
     return problems
 
@@ -80,29 +78,31 @@ def check_manifest(root: Path) -> list[str]:
 def check_crate(root: Path) -> list[str]:
     """The RO-Crate's files and their sha256 against MANIFEST.sha256 (which check_manifest
     holds against the files themselves)."""
-    path, manifest = root / CRATE, root / MANIFEST
+    path, manifest = root / layout.CRATE, root / layout.MANIFEST
     if not path.is_file():
-        return [f"{CRATE}: missing (re-render: knee crate)"]
+        return [f"{layout.CRATE}: missing (re-render: knee crate)"]
     if not manifest.is_file():
         return []
     try:
         files = [e for e in jsonio.read(path)["@graph"]
                  if "File" in ([e["@type"]] if isinstance(e["@type"], str) else e["@type"])]
     except (KeyError, TypeError) as e:
-        return [f"{CRATE}: not an RO-Crate ({type(e).__name__}: {e})"]
+        return [f"{layout.CRATE}: not an RO-Crate ({type(e).__name__}: {e})"]
     described = {e.get("@id"): e.get("sha256") for e in files}
     listed = {name: digest for digest, name in (line.split("  ", 1) for line in
               jsonio.read_text(manifest).splitlines() if "  " in line)}
-    listed.pop(CRATE, None)
+    listed.pop(layout.CRATE, None)
     problems = []
     for name in sorted(set(listed) | set(described)):
         if name not in described:
-            problems.append(f"{CRATE}: {name} is listed in {MANIFEST} but not in the crate")
+            problems.append(f"{layout.CRATE}: {name} is listed in {layout.MANIFEST} but not in "
+                            "the crate")
         elif name not in listed:
-            problems.append(f"{CRATE}: describes {name}, which {MANIFEST} does not list")
+            problems.append(f"{layout.CRATE}: describes {name}, which {layout.MANIFEST} does "
+                            "not list")
         elif described[name] != listed[name]:
-            problems.append(f"{CRATE}: {name}: sha256 {str(described[name])[:12]} != "
-                            f"{MANIFEST}'s {listed[name][:12]}")
+            problems.append(f"{layout.CRATE}: {name}: sha256 {str(described[name])[:12]} != "
+                            f"{layout.MANIFEST}'s {listed[name][:12]}")
     return problems
 
 

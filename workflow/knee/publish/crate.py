@@ -26,7 +26,6 @@ from knee.core.records import Plan
 from knee.plan import configfile
 from knee.publish import audit
 
-METADATA = audit.CRATE
 PROFILES = {
     "https://w3id.org/ro/wfrun/process/0.5": "Process Run Crate",
     "https://w3id.org/ro/wfrun/workflow/0.5": "Workflow Run Crate",
@@ -89,7 +88,7 @@ def build(root: Path) -> dict:
     plan = jsonio.read(root / layout.PLAN, "plan")
     # name -> sha256, hashed once (the manifest's own lines)
     files = {name: digest for digest, name in
-             (line.split("  ", 1) for line in audit.manifest_lines(root)) if name != METADATA}
+             (line.split("  ", 1) for line in audit.manifest_lines(root)) if name != layout.CRATE}
     boots = folder.load_boots(plan, root)
     stops = folder.load_receipts(plan, root, "stop")
     crate = ROCrate(gen_preview=False, version="1.1")  # Workflow Run Crate 0.5 builds on 1.1
@@ -198,6 +197,6 @@ def write(root: Path, snakefile: Path, config_paths: list[Path]) -> Path:
     root = Path(root)
     plan = jsonio.read(root / layout.PLAN, "plan")
     copy_inputs(root, snakefile, config_paths, plan)
-    path = root / METADATA
+    path = root / layout.CRATE
     jsonio.atomic_write_text(path, json.dumps(build(root), indent=2, ensure_ascii=False) + "\n")
     return path

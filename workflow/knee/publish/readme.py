@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from knee import instruments
-from knee.analyze import compare, covariate, design, folder, inference, recommend_parts
+from knee.analyze import compare, covariate, design, inference, recommend_parts
 from knee.core import layout
 from knee.core.records import Plan
 from knee.plan import runtimes, stopping
@@ -144,7 +144,7 @@ def workload_caveats(plan: Plan, names: list[str] | None = None) -> list[str]:
     if plan["model"].get("generated"):
         out.append("The model has random weights (model.generate): acceptance, per position and "
                    "per class, and any k chosen from it describe no trained model's drafts.")
-    names = folder.instrument_names(plan) if names is None else names
+    names = instruments.instrument_names(plan) if names is None else names
     if random := [n for n in names if instruments.get(n).random_prompts]:
         named = " and ".join([", ".join(random[:-1]), random[-1]] if len(random) > 1 else random)
         out.append(f"The prompts of the {named} are random words (exact-length "
