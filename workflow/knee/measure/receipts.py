@@ -1,4 +1,5 @@
-"""Facts for receipts: hardware, compile-cache state, engine versions (no secrets)."""
+"""Facts for receipts: hardware, compile-cache state, the engine environment's versions and
+its server's options (no secrets)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def engine_versions(python: str, env: dict) -> dict:
     """The engine environment's Python version and its packages' versions."""
     try:
         r = subprocess.run([python, "-c", VERSIONS], capture_output=True, text=True,
-        encoding="utf-8", errors="replace", check=False,
+                           encoding="utf-8", errors="replace", check=False,
                            env={**os.environ, **env}, timeout=300)
     except OSError as e:
         raise KneeError(f"runtime.engine.python: {python}: cannot run it ({e.strerror or e}); "
@@ -34,6 +35,18 @@ def engine_versions(python: str, env: dict) -> dict:
     if r.returncode != 0:
         raise KneeError(f"{python}: cannot read engine versions: {r.stderr.strip()[-500:]}")
     return json.loads(r.stdout)
+
+
+def engine_options(python: str, env: dict) -> list[str] | None:
+    """The long options of the engine's server, read from its own parser (None, and the
+    session checks nothing against it, where that parser cannot be read)."""
+    from knee.plan import engineflags
+
+    r = subprocess.run([python, "-c", Path(engineflags.__file__).read_text(encoding="utf-8")],
+                       capture_output=True, text=True,
+                       encoding="utf-8", errors="replace", check=False, env=env, timeout=300)
+    options = [line for line in r.stdout.splitlines() if line.startswith("--")]
+    return options if r.returncode == 0 and options else None
 
 
 def host_boot_id() -> str | None:
