@@ -4,6 +4,7 @@
 # AFTER seconds, wait for the next session to finish, then stop the run by its process group
 # (SIGINT: Snakemake stops the engine), so that a lease ends between sessions.
 set -uo pipefail
+cd "${KNEE_RUN_DIR:-/tmp/knee-run}" || exit 1 # where tools/gpu/start.sh runs it
 n=${1:?usage: tools/gpu/poll.sh SECONDS NAME [stop AFTER]}
 name=${2:?name}
 mode=${3:-}

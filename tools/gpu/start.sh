@@ -2,11 +2,17 @@
 # On the GPU host, from the repository root: install the wheels of tools/gpu/wheels.sh and run
 # `snakemake --configfile CONFIG` in its own session (setsid), its output in /tmp/job.log and
 # its exit status in /tmp/job.rc. A folder brought back from an earlier lease goes on from its
-# next session. KNEE_HOST_PYTHON: the host's Python (default the project's H200 host's).
+# next session. The run goes on in a copy of the tree (KNEE_RUN_DIR, default /tmp/knee-run),
+# so that a later transfer of the tree to the host cannot touch the folder being measured.
+# KNEE_HOST_PYTHON: the host's Python (default the project's H200 host's).
 set -euo pipefail
 config=${1:?usage: tools/gpu/start.sh CONFIG [WHEELS]}
 wheels=${2:-.gpu-stage/wf}
 py=${KNEE_HOST_PYTHON:-/opt/torch/.venv/bin/python3}
+run=${KNEE_RUN_DIR:-/tmp/knee-run}
+mkdir -p "$run"
+tar --exclude='./.gpu-stage/call*' -cf - . | tar -xf - -C "$run"
+cd "$run"
 mkdir -p /tmp/site2 /tmp/bin
 "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site2 \
 	"$wheels"/*.whl
