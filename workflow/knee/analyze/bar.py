@@ -134,8 +134,8 @@ def confounds(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dic
             if not any(e in d["what"] for e in expected)]
 
 
-def judge_plan(plan: Plan, comparison: Mapping[str, Any], boots: Sequence[Mapping[str,
-               Any]]) -> dict:
+def judge_plan(plan: Plan, comparison: Mapping[str, Any],
+               boots: Sequence[Mapping[str, Any]]) -> dict:
     """The plan's bar over the pairs that ran, each rule at the bar's alpha spent over the
     protocol's looks; the bar hashes recorded at boot tell whether it changed since."""
     pairs = len({b["pair"] for b in boots})

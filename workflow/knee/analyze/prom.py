@@ -246,8 +246,7 @@ def instrument_metrics(raw: Mapping[str, Any], before: str, after: str, speculat
 
 
 def point_metrics(raw: Mapping[str, Any], p: dict, speculation: bool, knee_threshold: float,
-                  files: str,
-                  withheld: dict) -> dict:
+                  files: str, withheld: dict) -> dict:
     """One point's own window metrics, from the scrapes embedded in its record."""
     out = {"point": p["point"], **window_deltas(
         p["prom_before"], p["prom_after"], f"{raw['session']}/{raw['instrument']} {p['point']}",

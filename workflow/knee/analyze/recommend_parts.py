@@ -215,8 +215,8 @@ def refused(plan: Plan, reason: str) -> dict:
             "method": METHOD, "knee_method": KNEE_METHOD}
 
 
-def predicted_vs_measured(rec: Mapping[str, Any], plan: Plan, comparison: Mapping[str,
-                          Any]) -> list[dict]:
+def predicted_vs_measured(rec: Mapping[str, Any], plan: Plan,
+                          comparison: Mapping[str, Any]) -> list[dict]:
     """A verification run's sweep throughput per arm and concurrency (geometric mean over its
     pairs) against the recommendation's prediction at the arm's k there, with the error."""
     by = {(p["concurrency"], p["k"]): p for p in rec["predictions"]}
@@ -238,8 +238,8 @@ def predicted_vs_measured(rec: Mapping[str, Any], plan: Plan, comparison: Mappin
     return out
 
 
-def predicted_changes(rec: Mapping[str, Any], plan: Plan, comparison: Mapping[str,
-                      Any]) -> list[dict]:
+def predicted_changes(rec: Mapping[str, Any], plan: Plan,
+                      comparison: Mapping[str, Any]) -> list[dict]:
     """A verification run's candidate-against-control throughput change per concurrency: the
     change the recommendation predicted (its interval over the measured run's pair resamples)
     against the change measured across the verification's pairs (its interval over them). A
