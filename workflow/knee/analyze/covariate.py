@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from knee.analyze import inference
-from knee.analyze.stats import mean
+from knee.analyze.stats import fmean, mean
 from knee.core.records import Plan
 
 COVARIATE = "host_speed"
@@ -51,7 +51,7 @@ def figure_speed(raw: dict, point, cpus: list[str]) -> tuple[float | None, str]:
                 if str(p["point"]) == str(point)]
         known = [r for r in runs if r]
         if runs and len(known) == len(runs):
-            return math.exp(math.fsum(math.log(r) for r in known) / len(known)), "runs"
+            return math.exp(fmean([math.log(r) for r in known])), "runs"
     return summary_speed((raw.get("host") or {}).get("cpu_speed_during"), cpus), "window"
 
 
