@@ -32,3 +32,28 @@ def test_a_placeholder_without_an_f_prefix_fails_the_projects_lint(tmp_path):
     assert found.returncode == 1 and codes == ["RUF027"], found.stdout + found.stderr
     clean = subprocess.run([*args, str(fixed)], capture_output=True, text=True)
     assert clean.returncode == 0, clean.stdout + clean.stderr
+
+
+def tool(name):
+    found = Path(sys.executable).with_name(name)
+    return str(found) if found.exists() else shutil.which(name)
+
+
+@pytest.mark.skipif(tool("mypy") is None, reason="mypy is not installed (make venv installs it)")
+def test_the_type_checker_is_strict_on_core_instruments_and_analyze_only(tmp_path):
+    """A function without annotations, planted in a copy of the package, fails make lint's mypy
+    in knee/core, knee/instruments and knee/analyze, and passes anywhere else (the defaults)."""
+    package = tmp_path / "workflow" / "knee"
+    shutil.copytree(ROOT / "workflow" / "knee", package,
+                    ignore=shutil.ignore_patterns("__pycache__", ".mypy_cache"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    planted = ["core/jsonio.py", "instruments/spec.py", "analyze/stats.py", "publish/mdtext.py"]
+    for rel in planted:
+        with (package / rel).open("a", encoding="utf-8") as f:
+            f.write("\n\ndef planted(value):\n    return value\n")
+    found = subprocess.run([tool("mypy"), "--cache-dir", str(tmp_path / "cache")],
+                           cwd=tmp_path, capture_output=True, text=True)
+    flagged = sorted({line.split(":")[0].removeprefix("workflow/knee/")
+                      for line in found.stdout.splitlines() if ": error:" in line})
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert flagged == sorted(planted[:3]), found.stdout

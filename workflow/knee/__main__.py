@@ -1,3 +1,5 @@
+"""`python -m knee`: the command line (knee.cli)."""
+
 import sys
 
 from knee.cli import main

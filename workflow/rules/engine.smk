@@ -106,7 +106,11 @@ elif MODEL.get("packaged"):
 
 
 # Once a session has booted, plan.json is what the sessions were measured under: no rule makes it
-# again (check_bound in common.smk refuses any other config under this name).
+# again (check_bound in common.smk refuses any other config under this name). The one rule whose
+# definition depends on the folder, on purpose: Snakemake deletes a job's existing outputs before
+# it runs it, so a plan rule that a changed parameter or commit could trigger would delete the
+# plan of a measured folder; a folder with no boot yet is planned, and re-planned, as its config
+# says.
 if not knee_config.plan_fixed(R):
 
     rule plan:

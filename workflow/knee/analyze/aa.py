@@ -10,12 +10,12 @@ between-pair spread gives the smallest effect N pairs resolve. Reads results fol
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from knee.analyze import bar, compare, inference
-from knee.analyze.folder import load_sessions
+from knee.analyze.folder import Sessions, load_sessions
 from knee.analyze.noise import spread_pct
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
@@ -24,7 +24,7 @@ from knee.plan.arms import NO_VARIABLE
 from knee.plan.config import sha256_of
 
 
-def boots_of(roots: list[Path], arm: dict) -> list[dict]:
+def boots_of(roots: list[Path], arm: dict[str, Any]) -> list[dict[str, Any]]:
     """Every session of these results folders that ran exactly `arm`, in boot order."""
     found = []
     for root in roots:
@@ -35,7 +35,8 @@ def boots_of(roots: list[Path], arm: dict) -> list[dict]:
     return sorted(found, key=lambda s: s["boot"]["started_at"])
 
 
-def assemble(boots: Sequence[Mapping[str, Any]], template: Mapping[str, Any]) -> tuple[Plan, dict]:
+def assemble(boots: Sequence[dict[str, Any]],
+             template: Mapping[str, Any]) -> tuple[Plan, Sessions]:
     """Consecutive boots paired (first = control): a plan and sessions for knee.analyze.compare."""
     pairs = len(boots) // 2
     if pairs < 1:
@@ -49,7 +50,8 @@ def assemble(boots: Sequence[Mapping[str, Any]], template: Mapping[str, Any]) ->
     return plan, sessions
 
 
-def calibrate(roots: list[Path], rules: list[dict], alpha: float = 0.05) -> dict:
+def calibrate(roots: list[Path], rules: list[dict[str, Any]],
+              alpha: float = 0.05) -> dict[str, Any]:
     """The A/A comparison of every boot of the first folder's control arm, and its bar."""
     first = jsonio.read(Path(roots[0]) / layout.PLAN, "plan")
     boots = boots_of(roots, first["arms"]["control"])
@@ -63,7 +65,7 @@ def calibrate(roots: list[Path], rules: list[dict], alpha: float = 0.05) -> dict
             "boot_spread_pct": boot_spread(boots, rules)}
 
 
-def boot_spread(boots: Sequence[Mapping[str, Any]], rules: list[dict]) -> dict:
+def boot_spread(boots: Sequence[Mapping[str, Any]], rules: list[dict[str, Any]]) -> dict[str, Any]:
     """Per bar point: the spread (max - min over mean) of one arm's figure across its boots,
     and the median over the points (the noise target of the embedded default)."""
     out = {}
@@ -75,7 +77,8 @@ def boot_spread(boots: Sequence[Mapping[str, Any]], rules: list[dict]) -> dict:
     return {"per_rule": out, "median": statistics.median(values) if values else None}
 
 
-def mde_by_pairs(rule: dict, sd: float | None, alpha: float, pairs=range(2, 9)) -> dict:
+def mde_by_pairs(rule: dict[str, Any], sd: float | None, alpha: float,
+                 pairs: Iterable[int] = range(2, 9)) -> dict[int, float | None]:
     """The MDE of a rule at each number of pairs, from a measured between-pair spread."""
     if sd is None:
         return {}

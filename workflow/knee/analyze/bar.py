@@ -16,7 +16,8 @@ from knee.plan import adjust as registered
 from knee.plan import stopping
 
 
-def find(rows: list[dict], pair, rule: dict) -> dict | None:
+def find(rows: list[dict[str, Any]], pair: int | str,
+         rule: dict[str, Any]) -> dict[str, Any] | None:
     for r in rows:
         if (r["pair"] == pair and r["instrument"] == rule["instrument"]
                 and r["metric"] == rule["metric"] and str(r["point"]) == str(rule["point"])):
@@ -24,14 +25,15 @@ def find(rows: list[dict], pair, rule: dict) -> dict | None:
     return None
 
 
-def rule_words(rule: dict) -> str:
+def rule_words(rule: dict[str, Any]) -> str:
     if "within_pct" in rule:
         return f"interval inside ±{rule['within_pct']}%"
     return f"interval above {rule['min_gain_pct']:+}%"
 
 
-def judge_rule(rows: list[dict], pairs: int, rule: dict, alpha: float,
-               adjust: dict | None = None, comparison: Mapping[str, Any] | None = None) -> dict:
+def judge_rule(rows: list[dict[str, Any]], pairs: int, rule: dict[str, Any], alpha: float,
+               adjust: dict[str, Any] | None = None,
+               comparison: Mapping[str, Any] | None = None) -> dict[str, Any]:
     out = {"rule": rule["name"], "instrument": rule["instrument"], "point": rule["point"],
            "metric": rule["metric"], "test": rule_words(rule)}
     found = [find(rows, p, rule) for p in range(1, pairs + 1)]
@@ -59,7 +61,8 @@ def judge_rule(rows: list[dict], pairs: int, rule: dict, alpha: float,
     return {**out, **judged(rule, eff, alpha, level), "per_pair": per_pair}
 
 
-def judged(rule: dict, eff: inference.Effect, alpha: float, level: float) -> dict:
+def judged(rule: dict[str, Any], eff: inference.Effect, alpha: float,
+           level: float) -> dict[str, Any]:
     """A rule's verdict on an effect over pairs, with its interval, MDE and pairs needed."""
     bounds = eff.bounds(level)
     return {"verdict": inference.decide(rule, bounds), "estimate": inference.to_pct(eff.mean),
@@ -71,8 +74,10 @@ def judged(rule: dict, eff: inference.Effect, alpha: float, level: float) -> dic
                                             "verdict; run at least two pairs"})}
 
 
-def adjusted_effect(comparison: Mapping[str, Any], rule: dict, pairs: int, effects: list[float],
-                    adjust: dict, level: float) -> tuple[dict, inference.Effect | None]:
+def adjusted_effect(comparison: Mapping[str, Any], rule: dict[str, Any], pairs: int,
+                    effects: list[float],
+                    adjust: dict[str, Any], level: float) -> tuple[dict[str, Any],
+                    inference.Effect | None]:
     """The registered covariate adjustment of one rule (knee.analyze.covariate): what it did,
     and the adjusted effect over pairs (None where it is withheld, and the reason why)."""
     slope = adjust["slopes"][rule["name"]]
@@ -105,7 +110,8 @@ def overall(verdicts: list[str]) -> str:
 
 
 def judge(comparison: Mapping[str, Any], bar: Mapping[str, Any], pairs: int, bar_sha256: str,
-          measured_bar_sha256: set[str], looks: int = 1, adjust: dict | None = None) -> dict:
+          measured_bar_sha256: set[str], looks: int = 1,
+          adjust: dict[str, Any] | None = None) -> dict[str, Any]:
     """The bar over `pairs` pairs; with `looks` > 1 (stopping by precision) every rule decides
     at the alpha knee.plan.stopping spends on each look."""
     changed = any(h != bar_sha256 for h in measured_bar_sha256)
@@ -125,7 +131,7 @@ def judge(comparison: Mapping[str, Any], bar: Mapping[str, Any], pairs: int, bar
     return {**base, "verdict": verdict, "rules": rules}
 
 
-def confounds(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dict]:
+def confounds(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The engine-side differences between the arms beyond the variable (what each boot's
     engine said it resolved) that the bar did not pre-register: one variable means one
     variable as the engine ran it."""
@@ -135,7 +141,7 @@ def confounds(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dic
 
 
 def judge_plan(plan: Plan, comparison: Mapping[str, Any],
-               boots: Sequence[Mapping[str, Any]]) -> dict:
+               boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The plan's bar over the pairs that ran, each rule at the bar's alpha spent over the
     protocol's looks; the bar hashes recorded at boot tell whether it changed since."""
     pairs = len({b["pair"] for b in boots})
@@ -144,7 +150,7 @@ def judge_plan(plan: Plan, comparison: Mapping[str, Any],
                  looks=stopping.looks(plan["protocol"]["pairs"]), adjust=registered_adjust(plan))
 
 
-def registered_adjust(plan: Plan) -> dict | None:
+def registered_adjust(plan: Plan) -> dict[str, Any] | None:
     """The covariate adjustment the plan registers (bar.adjust, the slopes of its embedded
     calibration per rule), or None."""
     adjust = (plan.get("bar") or {}).get("adjust")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from knee.core.errors import KneeError
 from knee.plan.adjust import differing, engine_name, key
 
 
-def boot_facts(boot: dict) -> dict:
+def boot_facts(boot: dict[str, Any]) -> dict[str, Any]:
     """What a calibration holds for (knee.plan.adjust.FACTS), as a boot receipt states it."""
     hw = boot.get("hardware") or {}
     return {"model": (boot.get("model") or {}).get("name"),
@@ -52,7 +52,8 @@ def _slope(groups: list[list[tuple[float, float]]]) -> float:
     return sum(x * y for x, y in c) / sxx if sxx > 0 else 0.0
 
 
-def _left_out(groups: list[list[tuple[float, float]]], slope_of) -> list[float]:
+def _left_out(groups: list[list[tuple[float, float]]],
+              slope_of: Callable[[list[list[tuple[float, float]]]], float]) -> list[float]:
     """Each boot's error predicted from the others (its group's mean and a slope re-estimated
     without it), scaled by (n-1)/n to a boot's own variance."""
     errors = []
@@ -66,7 +67,7 @@ def _left_out(groups: list[list[tuple[float, float]]], slope_of) -> list[float]:
     return errors
 
 
-def fit(groups: list[list[tuple[float, float]]]) -> dict:
+def fit(groups: list[list[tuple[float, float]]]) -> dict[str, Any]:
     """Slope of y on x within groups of boots (logs), and the noise left with and without it."""
     groups = [g for g in groups if len(g) >= 2]
     n, k = sum(map(len, groups)), len(groups)
@@ -93,7 +94,7 @@ def _pct(sd: float) -> float:
     return round(100 * sd, 3)
 
 
-def run_components(groups: list[list[list[float]]], cv_boot_pct: float) -> dict | None:
+def run_components(groups: list[list[list[float]]], cv_boot_pct: float) -> dict[str, Any] | None:
     """Run-to-run (within a boot) and pure between-boot SD of a figure measured over R runs a
     boot: in each group the boot and the run means removed (a run's prompt set is the same in
     every boot of it), and the between-boot part what is left of a boot's out-of-sample noise."""
@@ -120,8 +121,8 @@ def _log(x: float | None) -> float | None:
     return math.log(x) if x and x > 0 else None
 
 
-def boot_figure(raw: dict, rule: dict, cpus: list[str],
-                withheld: dict | None = None) -> dict | None:
+def boot_figure(raw: dict[str, Any], rule: dict[str, Any], cpus: list[str],
+                withheld: Mapping[float | str, str] | None = None) -> dict[str, Any] | None:
     """One boot's (log speed, log figure) for a rule's figure, and each run's (the window's
     speed where runs did not record their own); a figure knee withholds
     (knee.analyze.sampling: `withheld`) is none."""
@@ -140,7 +141,7 @@ def boot_figure(raw: dict, rule: dict, cpus: list[str],
             "runs": runs if None not in runs else []}
 
 
-def folder_boots(root: Path) -> list[dict]:
+def folder_boots(root: Path) -> list[dict[str, Any]]:
     """Every session of a results folder: its group (the folder and the arm's server), its
     facts, its sessions' raw files and its costs."""
     plan = jsonio.read(Path(root) / layout.PLAN, "plan")
@@ -159,7 +160,8 @@ def _seconds(stamp: str) -> float:
     return datetime.fromisoformat(stamp).timestamp()
 
 
-def cost(boot: dict, stop: dict | None, session: dict) -> dict:
+def cost(boot: dict[str, Any], stop: dict[str, Any] | None,
+         session: dict[str, Any]) -> dict[str, Any]:
     """What one session took: its boot (and whether the compile cache was warm), its wall time
     from boot to stop, and each sweep run's wall time by point."""
     cache = boot.get("compile_cache") or {}
@@ -172,7 +174,7 @@ def cost(boot: dict, stop: dict | None, session: dict) -> dict:
             if stop and stop.get("stopped_at") else None, "runs": runs}
 
 
-def same_facts(boots: Sequence[Mapping[str, Any]]) -> dict:
+def same_facts(boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The facts every boot shares; boots of another model, engine or host are refused."""
     first = boots[0]
     for b in boots[1:]:
@@ -180,12 +182,13 @@ def same_facts(boots: Sequence[Mapping[str, Any]]) -> dict:
             raise KneeError(f"{first['folder']} and {b['folder']} were not measured on the same "
                             f"model, engine and host ({'; '.join(bad)}): one calibration "
                             "holds for one of each")
-    return first["facts"]
+    facts: dict[str, Any] = first["facts"]
+    return facts
 
 
-def figure(rule: dict, boots: Sequence[Mapping[str, Any]]) -> dict | None:
+def figure(rule: dict[str, Any], boots: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """One bar figure's slope and noise over the boots that measured it (None: too few)."""
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple[Any, ...], list[Any]] = {}
     for b in boots:
         if rule["instrument"] in b["raw"]:
             got = boot_figure(b["raw"][rule["instrument"]], rule, covariate.cpu_names(b["plan"]),
@@ -205,7 +208,7 @@ def figure(rule: dict, boots: Sequence[Mapping[str, Any]]) -> dict | None:
             **({"runs": components} if components else {})}
 
 
-def costs(boots: Sequence[Mapping[str, Any]]) -> dict:
+def costs(boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """A session's costs in the first folder: boots with a warm and a cold compile cache, the
     wall time of a session, of one sweep run by point, and the rest (fixed) of a session."""
     warm = [b["cost"] for b in boots if b["cost"]["warm"]] or [b["cost"] for b in boots]
@@ -225,13 +228,13 @@ def costs(boots: Sequence[Mapping[str, Any]]) -> dict:
             if session else None}
 
 
-def _point_order(point: str) -> tuple:
+def _point_order(point: str) -> tuple[Any, ...]:
     return (0, int(point), "") if point.isdigit() else (1, 0, point)
 
 
-def withheld_sessions(boots: Sequence[Mapping[str, Any]]) -> list[dict]:
+def withheld_sessions(boots: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Each folder, temperature and reason for which knee withholds sessions' figures."""
-    found: dict[tuple, list[str]] = {}
+    found: dict[tuple[Any, ...], list[str]] = {}
     for b in boots:
         for t, why in b["withheld"].items():
             found.setdefault((b["folder"], t, why), []).append(b["session"])
@@ -239,7 +242,7 @@ def withheld_sessions(boots: Sequence[Mapping[str, Any]]) -> list[dict]:
             for (f, t, why), s in found.items()]
 
 
-def calibrate(roots: list[Path], timing_only: bool = False) -> dict:
+def calibrate(roots: list[Path], timing_only: bool = False) -> dict[str, Any]:
     """The calibration of the bar figures of these folders (their bars' rules, once each).
     Figures knee withholds (the engine failed its sampling check) are left out, or with
     `timing_only` calibrated for their timing alone, which the file records."""
@@ -251,7 +254,7 @@ def calibrate(roots: list[Path], timing_only: bool = False) -> dict:
         for b in boots:
             b["withheld"] = {}
     facts = same_facts(boots)
-    rules: dict[tuple[str, str, str], dict] = {}
+    rules: dict[tuple[str, str, str], dict[str, Any]] = {}
     for b in boots:
         for rule in b["plan"]["bar"]["rules"]:
             rules.setdefault(key(rule), rule)

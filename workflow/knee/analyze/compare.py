@@ -7,10 +7,13 @@ engine version matches, and the resolved servers differ only in the declared var
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from knee import instruments
 from knee.analyze import covariate, inference, noise, prom, resolved, sampling
+from knee.analyze.folder import Sessions
 from knee.analyze.stats import decode_rate, mean, pct, point_summary
 from knee.core.records import Plan
 from knee.plan.arms import differences, in_variable, shown_variable
@@ -24,17 +27,17 @@ NOISE_METHOD = ("noise_pct is the largest of the run-to-run spread of either arm
                 "aggregate delta.")
 
 
-def _profiles(raw: dict) -> dict[tuple, dict]:
+def _profiles(raw: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
     return {(raw["instrument"], p["point"], p["run"]): p["profile"] for p in raw["points"]}
 
 
-def validate_pair(pair: int, control: dict, candidate: dict,
-                  variable: str | list[str]) -> tuple[list, list]:
+def validate_pair(pair: int, control: dict[str, Any], candidate: dict[str, Any],
+                  variable: str | list[str]) -> tuple[list[Any], list[Any]]:
     """control/candidate: {"boot": receipt, "raw": {instrument: raw}}. Returns (checked, bad)."""
     checked: list[str] = []
-    bad: list[dict] = []
+    bad: list[dict[str, Any]] = []
 
-    def cmp(where: str, field: str, a, b, kind: str = "boot") -> None:
+    def cmp(where: str, field: str, a: object, b: object, kind: str = "boot") -> None:
         checked.append(f"{where}:{field}")
         if a != b:
             bad.append({"where": where, "field": field, "control": a, "candidate": b,
@@ -63,11 +66,12 @@ def validate_pair(pair: int, control: dict, candidate: dict,
     return checked, bad
 
 
-def arm_figures(raw: dict, withheld: dict | None = None) -> dict[object, dict]:
+def arm_figures(raw: dict[str, Any],
+                withheld: Mapping[float | str, str] | None = None) -> dict[object, dict[str, Any]]:
     """Per point: the mean over runs of each run's figures, plus a fixture-wide 'all'; a point
     sampled where an engine of the experiment does not sample as asked has none
     (knee.analyze.sampling.withheld)."""
-    by_point: dict[object, list[dict]] = {}
+    by_point: dict[object, list[dict[str, Any]]] = {}
     points = [p for p in raw["points"] if not sampling.point_reason(withheld or {}, p)]
     raw = {**raw, "points": points}
     for p in raw["points"]:
@@ -90,10 +94,15 @@ def delta_pct(control: float | None, candidate: float | None) -> float | None:
     return 100.0 * (candidate - control) / control
 
 
-def cells(pairs: list[tuple[dict, dict]]):
+# (instrument, point, metric): one figure of a window
+FigureKey = tuple[str, object, str]
+
+
+def cells(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[
+        tuple[str, object, str, list[tuple[Any, Any]], float | None, float | None]]:
     """(instrument, point, metric, per-pair figures, control, candidate) for every figure either
     arm has; control and candidate are the arms' means over the pairs given."""
-    gone: dict = {}
+    gone: dict[float | str, str] = {}
     for session in (s for pair in pairs for s in pair):
         gone |= sampling.withheld(session["boot"])
     for inst in sorted(pairs[0][0]["raw"]):
@@ -107,8 +116,9 @@ def cells(pairs: list[tuple[dict, dict]]):
                     yield inst, point, m, [(fa[point][m], fb[point][m]) for fa, fb in figs], a, b
 
 
-def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict, seed: int,
-                  confidence: float) -> list[dict]:
+def rows_for_pair(pair: int, control: dict[str, Any], candidate: dict[str, Any],
+                  drift: Mapping[FigureKey, float | None], seed: int,
+                  confidence: float) -> list[dict[str, Any]]:
     rows = []
     spread = {(inst, m): (noise.run_spread(control["raw"][inst], m),
                           noise.run_spread(candidate["raw"][inst], m))
@@ -126,7 +136,9 @@ def rows_for_pair(pair: int, control: dict, candidate: dict, drift: dict, seed: 
     return rows
 
 
-def row(inst, point, pair, metric, a, b, spreads, delta, interval: dict) -> dict:
+def row(inst: str, point: object, pair: int | str, metric: str, a: float | None,
+        b: float | None, spreads: list[float | None], delta: float | None,
+        interval: dict[str, Any]) -> dict[str, Any]:
     measured = [s for s in spreads if s is not None]
     floor = max(measured) if measured else None
     return {"instrument": inst, "point": point, "pair": pair, "metric": metric, "control": a,
@@ -134,10 +146,10 @@ def row(inst, point, pair, metric, a, b, spreads, delta, interval: dict) -> dict
             "noise": noise.noise_label(delta, floor, interval)}
 
 
-def control_drift(controls: list[dict]) -> dict:
+def control_drift(controls: list[dict[str, Any]]) -> dict[FigureKey, float | None]:
     """Spread of the control's figure across its boots, per (instrument, point, metric)."""
-    out: dict = {}
-    figures: dict = {}
+    out: dict[FigureKey, float | None] = {}
+    figures: dict[FigureKey, list[float | None]] = {}
     for s in controls:
         for inst, raw in s["raw"].items():
             for point, f in arm_figures(raw).items():
@@ -148,7 +160,9 @@ def control_drift(controls: list[dict]) -> dict:
     return out
 
 
-def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, confidence: float) -> list[dict]:
+def across_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]],
+                 drift: Mapping[FigureKey, float | None],
+                 confidence: float) -> list[dict[str, Any]]:
     """One row per instrument, point and metric: the effect over boot pairs with its t
     interval (knee.analyze.inference), the arms' mean figures beside it for reading."""
     rows = []
@@ -161,7 +175,7 @@ def across_pairs(pairs: list[tuple[dict, dict]], drift: dict, confidence: float)
                     "per_pair_delta_pct": [x if x is None else inference.to_pct(x)
                                            for x in ratios]}
         rows.append(row(inst, point, "all", m, a, b, [drift.get((inst, point, m))],
-                        eff and inference.to_pct(eff.mean), interval))
+                        inference.to_pct(eff.mean) if eff else None, interval))
     return rows
 
 
@@ -170,14 +184,14 @@ class Windows:
     """One instrument's raw windows, as its derived sections (knee.instruments.Derived) take
     them: every session's, {(pair, arm): raw}, and the pairs', [(control, candidate)] from pair
     1 on, with the figures the comparison's rows are made of."""
-    sessions: dict[tuple[int, str], dict]
-    pairs: list[tuple[dict, dict]]
+    sessions: Sessions
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]]
     figures = staticmethod(arm_figures)
     delta_pct = staticmethod(delta_pct)
     decode_rate = staticmethod(decode_rate)
 
 
-def windows(instrument: str, sessions: dict[tuple[int, str], dict]) -> Windows:
+def windows(instrument: str, sessions: Sessions) -> Windows:
     n = max(pair for pair, _ in sessions)
     return Windows(
         sessions={k: s["raw"][instrument] for k, s in sessions.items()},
@@ -185,7 +199,7 @@ def windows(instrument: str, sessions: dict[tuple[int, str], dict]) -> Windows:
                 sessions[(p, "candidate")]["raw"][instrument]) for p in range(1, n + 1)])
 
 
-def derived(sessions: dict[tuple[int, str], dict], valid: bool) -> dict[str, list]:
+def derived(sessions: Sessions, valid: bool) -> dict[str, list[Any]]:
     """Every registered instrument's derived sections (empty where it did not run, or where
     the arms did not measure the same requests)."""
     ran = set(next(iter(sessions.values()))["raw"])
@@ -197,7 +211,7 @@ FOREIGN_BUSY = 0.10  # the load generator's CPUs busy with other work beyond thi
 STEAL = 0.02  # the hypervisor took more than this share of a CPU: flagged
 
 
-def host_flags(sessions: dict[tuple[int, str], dict]) -> list[str]:
+def host_flags(sessions: Sessions) -> list[str]:
     """Windows measured while the host did other work (from the facts in each raw file)."""
     out = []
     for (pair, arm), s in sorted(sessions.items()):
@@ -214,14 +228,14 @@ def host_flags(sessions: dict[tuple[int, str], dict]) -> list[str]:
     return out
 
 
-def host_speed(plan: Plan, sessions: dict[tuple[int, str], dict]) -> dict | None:
+def host_speed(plan: Plan, sessions: Sessions) -> dict[str, Any] | None:
     """How fast the engine's CPUs ran during each window (the median of the samples taken
     while it ran, knee.measure.hostspeed), their spread, and per bar rule the correlation over boots
     between that speed and the rule's figure, each arm's figures taken relative to the arm's
     mean. None where no window was sampled (an older run, or no engine CPUs configured)."""
     cpus = [f"cpu{c}" for c in plan.get("runtime", {}).get("engine_cpus") or []]
 
-    def speed(host: dict) -> float | None:
+    def speed(host: Mapping[str, Any]) -> float | None:
         during = host.get("cpu_speed_during") or {}
         values = [during[c]["median"] for c in cpus if c in during]
         return mean(values) if values else None
@@ -230,11 +244,11 @@ def host_speed(plan: Plan, sessions: dict[tuple[int, str], dict]) -> dict | None
     return found and {"cpus": cpus, "method": noise.SPEED_METHOD, **found}
 
 
-def gpu_clocks(plan: Plan, sessions: dict[tuple[int, str], dict]) -> dict | None:
+def gpu_clocks(plan: Plan, sessions: Sessions) -> dict[str, Any] | None:
     """The GPUs' SM clock during each window (the median of the samples, knee.measure.gpu; the mean
     over the GPUs), its spread, the throttle reasons seen, and per bar rule the correlation
     over boots between that clock and the rule's figure. None where no window was sampled."""
-    def clock(host: dict) -> float | None:
+    def clock(host: Mapping[str, Any]) -> float | None:
         values = [g["sm_clock_mhz"]["median"] for g in (host.get("gpu_during") or {}).values()
                   if "sm_clock_mhz" in g]
         return mean(values) if values else None
@@ -248,10 +262,11 @@ def gpu_clocks(plan: Plan, sessions: dict[tuple[int, str], dict]) -> dict | None
     return {"gpus": plan.get("runtime", {}).get("gpus"), "reasons_seen": reasons, **found}
 
 
-def per_window(plan: Plan, sessions: dict, pick, name: str) -> dict | None:
+def per_window(plan: Plan, sessions: Sessions, pick: Callable[[Mapping[str, Any]], float | None],
+               name: str) -> dict[str, Any] | None:
     """One figure of each window's host facts (pick(host) -> value or None), its range and
     spread, and per bar rule how closely the rule's figure followed it over the boots."""
-    values = {}
+    values: dict[tuple[int, str, str], float] = {}
     for (pair, arm), s in sorted(sessions.items()):
         for inst, raw in sorted(s["raw"].items()):
             got = pick(raw.get("host") or {})
@@ -268,13 +283,14 @@ def per_window(plan: Plan, sessions: dict, pick, name: str) -> dict | None:
             "rules": follows}
 
 
-def instrument_speed(speed: dict | None, instrument: str) -> float | None:
+def instrument_speed(speed: dict[str, Any] | None, instrument: str) -> float | None:
     """The median engine-CPU speed over one instrument's windows of a host_speed summary."""
     values = [w["speed"] for w in (speed or {}).get("windows", []) if w["instrument"] == instrument]
     return round(statistics.median(values), 2) if values else None
 
 
-def follows_speed(rule: dict, sessions: dict, speeds: dict) -> dict | None:
+def follows_speed(rule: dict[str, Any], sessions: Sessions,
+                  speeds: Mapping[tuple[int, str, str], float]) -> dict[str, Any] | None:
     """The correlation over boots between the engine CPU's speed in the rule's window and the
     rule's figure relative to its arm's mean (so the arms' difference does not count)."""
     xs, ys = [], []
@@ -294,7 +310,7 @@ def follows_speed(rule: dict, sessions: dict, speeds: dict) -> dict | None:
             "correlation": round(statistics.correlation(xs, ys), 3)}
 
 
-def compare(plan: Plan, sessions: dict[tuple[int, str], dict]) -> dict:
+def compare(plan: Plan, sessions: Sessions) -> dict[str, Any]:
     """sessions[(pair, arm)] = {"boot": ..., "raw": {...}}. Returns the comparison payload."""
     checked, bad = [], []
     n = max(pair for pair, _ in sessions)  # the pairs that ran (stopping by precision: fewer)
@@ -332,7 +348,7 @@ def compare(plan: Plan, sessions: dict[tuple[int, str], dict]) -> dict:
     return {**head, **sections, **tail}
 
 
-def engine_side(plan: Plan, sessions: dict) -> dict:
+def engine_side(plan: Plan, sessions: Sessions) -> dict[str, Any]:
     """What the engine resolved, compared between the arms (boots that recorded it only), and
     where requests may end at end-of-sequence, the lengths it generated."""
     boots = [s["boot"] for s in sessions.values()]
@@ -342,7 +358,7 @@ def engine_side(plan: Plan, sessions: dict) -> dict:
     return {"engine_differences": resolved.differences(plan["variable"], boots) + lengths}
 
 
-def sampling_withheld(plan: Plan, sessions: dict) -> dict:
+def sampling_withheld(plan: Plan, sessions: Sessions) -> dict[str, Any]:
     """Each temperature an instrument sampled at where a session's engine did not sample as
     asked: its figures (acceptance and decode) are withheld, in these sessions, for this
     reason (knee.analyze.sampling); and where a boot's check could not decide, which

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from knee.analyze import inference
+from knee.analyze.folder import Sessions
 from knee.analyze.stats import fmean, mean
 from knee.core.records import Plan
 
@@ -36,7 +37,7 @@ def cpu_names(plan: Plan) -> list[str]:
     return [f"cpu{c}" for c in (plan.get("runtime") or {}).get("engine_cpus") or []]
 
 
-def summary_speed(summary: dict | None, cpus: list[str]) -> float | None:
+def summary_speed(summary: dict[str, Any] | None, cpus: list[str]) -> float | None:
     """The mean over `cpus` (all in the summary where empty) of each CPU's median speed."""
     summary = summary or {}
     values = [s["median"] for c, s in summary.items() if (c in cpus or not cpus)
@@ -44,7 +45,7 @@ def summary_speed(summary: dict | None, cpus: list[str]) -> float | None:
     return mean(values) if values else None
 
 
-def figure_speed(raw: dict, point, cpus: list[str]) -> tuple[float | None, str]:
+def figure_speed(raw: dict[str, Any], point: object, cpus: list[str]) -> tuple[float | None, str]:
     """(speed, over what) for one figure of a window: 'runs' or 'window'."""
     if str(point) != "all":
         runs = [summary_speed(p.get("cpu_speed"), cpus) for p in raw["points"]
@@ -55,7 +56,7 @@ def figure_speed(raw: dict, point, cpus: list[str]) -> tuple[float | None, str]:
     return summary_speed((raw.get("host") or {}).get("cpu_speed_during"), cpus), "window"
 
 
-def pair_rows(plan: Plan, sessions: dict, pairs: int) -> list[dict]:
+def pair_rows(plan: Plan, sessions: Sessions, pairs: int) -> list[dict[str, Any]]:
     """Per bar rule and pair: each arm's speed for the rule's figure (the comparison's
     covariate section, which the bar reads)."""
     cpus, out = cpu_names(plan), []
@@ -75,7 +76,7 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def section(plan: Plan, sessions: dict) -> dict:
+def section(plan: Plan, sessions: Sessions) -> dict[str, Any]:
     """The comparison's covariate section where the bar registers an adjustment, else none."""
     if not (plan.get("bar") or {}).get("adjust"):
         return {}
@@ -85,7 +86,8 @@ def section(plan: Plan, sessions: dict) -> dict:
                           "rows": pair_rows(plan, sessions, pairs)}}
 
 
-def speed_ratios(comparison: Mapping[str, Any], rule: dict, pairs: int) -> list[float | None]:
+def speed_ratios(comparison: Mapping[str, Any], rule: dict[str, Any],
+                 pairs: int) -> list[float | None]:
     """log(candidate speed / control speed) of the rule's figure in each pair."""
     rows = {r["pair"]: r for r in (comparison.get("covariate") or {}).get("rows", [])
             if r["rule"] == rule["name"]}
@@ -93,7 +95,7 @@ def speed_ratios(comparison: Mapping[str, Any], rule: dict, pairs: int) -> list[
             for p in range(1, pairs + 1)]
 
 
-def balance(ratios: list[float], confidence: float) -> dict:
+def balance(ratios: list[float], confidence: float) -> dict[str, Any]:
     """The arms' mean log speed difference over the pairs, in percent, with its interval."""
     eff = inference.effect(ratios)
     interval = eff.interval_pct(confidence) if eff else None
@@ -101,7 +103,7 @@ def balance(ratios: list[float], confidence: float) -> dict:
             "interval": [round(v, 3) for v in interval] if interval else None}
 
 
-def moved(check: dict, tolerance_pct: float) -> bool:
+def moved(check: dict[str, Any], tolerance_pct: float) -> bool:
     """The balance check shows an arm moved the speed: its interval excludes zero and its
     estimate is beyond the tolerance."""
     lo_hi = check["interval"]

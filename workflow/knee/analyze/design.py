@@ -25,7 +25,7 @@ MAX_PAIRS = 40
 MAX_RUNS = 6
 
 
-def pair_sd(figure: dict, runs: int, adjusted: bool = True) -> float:
+def pair_sd(figure: dict[str, Any], runs: int, adjusted: bool = True) -> float:
     """The log SD of one pair's difference in this figure at `runs` sweep runs a point."""
     cv = figure["left_out"]["adjusted_cv_pct" if adjusted else "unadjusted_cv_pct"] / 100
     parts = figure.get("runs")
@@ -37,25 +37,26 @@ def pair_sd(figure: dict, runs: int, adjusted: bool = True) -> float:
     return math.sqrt(2 * cv2)
 
 
-def predicted_mde(figure: dict, pairs: int, runs: int, alpha: float,
+def predicted_mde(figure: dict[str, Any], pairs: int, runs: int, alpha: float,
                   adjusted: bool = True) -> float | None:
     return inference.mde_pct(inference.Effect(pairs, 0.0, pair_sd(figure, runs, adjusted)),
                              alpha)
 
 
-def session_s(costs: dict, runs: int) -> float:
+def session_s(costs: dict[str, Any], runs: int) -> float:
     """One session's wall time with `runs` runs at every sweep point (a warm compile cache)."""
-    return costs["fixed_s"] + sum(runs * s for s in costs["run_s"].values())
+    out: float = costs["fixed_s"] + sum(runs * s for s in costs["run_s"].values())
+    return out
 
 
-def gpu_minutes(costs: dict, pairs: int, runs: int) -> float:
+def gpu_minutes(costs: dict[str, Any], pairs: int, runs: int) -> float:
     """Every session of `pairs` pairs, the first boot with a cold compile cache."""
-    cold = (costs.get("cold_boot_s") or costs["boot_s"]) - costs["boot_s"]
+    cold: float = (costs.get("cold_boot_s") or costs["boot_s"]) - costs["boot_s"]
     return (2 * pairs * session_s(costs, runs) + cold) / 60
 
 
-def cheapest(document: dict, rules: list[dict], alpha: float, target_pct: float,
-             adjusted: bool = True) -> dict | None:
+def cheapest(document: dict[str, Any], rules: list[dict[str, Any]], alpha: float, target_pct: float,
+             adjusted: bool = True) -> dict[str, Any] | None:
     """The protocol (pairs, runs) of least GPU time whose every rule's MDE is at most the
     target; None where none up to MAX_PAIRS pairs and MAX_RUNS runs is."""
     figures = {r["name"]: figure_of(document, r) for r in rules}
@@ -73,7 +74,8 @@ def cheapest(document: dict, rules: list[dict], alpha: float, target_pct: float,
     return best
 
 
-def plan_protocol(document: dict, config: dict, target_pct: float) -> dict:
+def plan_protocol(document: dict[str, Any], config: dict[str, Any],
+                  target_pct: float) -> dict[str, Any]:
     """What `knee design` prints: the adjusted and the unadjusted cheapest protocols, and the
     config's own protocol's predicted MDE per rule."""
     rules, alpha = config["bar"]["rules"], config["bar"]["alpha"]
@@ -98,15 +100,15 @@ def plan_protocol(document: dict, config: dict, target_pct: float) -> dict:
             "notes": notes}
 
 
-def protocol_block(best: dict) -> str:
+def protocol_block(best: dict[str, Any]) -> str:
     """The YAML to paste into the config for a planned protocol."""
     return (f"protocol:\n  pairs: {best['pairs']}\ninstruments:\n"
             f"  {instruments.role(instruments.LOAD)}:\n    runs: {best['runs']}\n")
 
 
-def report(out: dict) -> str:
+def report(out: dict[str, Any]) -> str:
     """The planner's answer as text: each protocol, its GPU minutes and each rule's MDE."""
-    def line(name: str, p: dict | None) -> str:
+    def line(name: str, p: dict[str, Any] | None) -> str:
         if p is None:
             return (f"{name}: no protocol up to {MAX_PAIRS} pairs and {MAX_RUNS} runs reaches "
                     f"an MDE of {out['target_mde_pct']}% on every rule")
@@ -126,7 +128,7 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-def realized(plan: Plan, bar: Mapping[str, Any]) -> dict | None:
+def realized(plan: Plan, bar: Mapping[str, Any]) -> dict[str, Any] | None:
     """An adjusted run's README section: per rule, the registered slope, the balance check,
     the adjusted and the as-measured effect, the calibration's boot noise without and with the
     adjustment, and the MDE the calibration predicted for this protocol beside the realized."""

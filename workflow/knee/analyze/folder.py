@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from knee import instruments
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.records import BootReceipt, Plan, Recommendation
 from knee.plan import stopping
+
+# (pair, arm) -> {"boot", "raw": {instrument: raw}, "files": {kind: path}}: what
+# load_sessions reads of a folder, and the comparison takes
+Sessions = dict[tuple[int, str], dict[str, Any]]
 
 
 class Named:
@@ -21,15 +26,16 @@ class Named:
         self.command = command
         self.paths = {Path(p).resolve() for p in paths}
 
-    def read(self, path: Path, kind: str | None = None) -> dict:
+    def read(self, path: Path, kind: str | None = None) -> dict[str, Any]:
         if Path(path).resolve() not in self.paths:
             raise KneeError(f"{self.command}: {path} is needed but not named on its command "
                             "line (--inputs: its rule's declared inputs); it reads no file it "
                             "was not handed")
-        return jsonio.read(path, kind)
+        out: dict[str, Any] = jsonio.read(path, kind)
+        return out
 
 
-def reader(named: Named | None):
+def reader(named: Named | None) -> Callable[..., dict[str, Any]]:
     """How to read a file of the folder: any (None: an audit, a bench) or only those named."""
     return jsonio.read if named is None else named.read
 
@@ -43,14 +49,14 @@ def load_boots(plan: Plan, root: Path) -> list[BootReceipt]:
     return [jsonio.read(boot_path(root, s["id"]), "boot") for s in realized_sessions(plan, root)]
 
 
-def load_receipts(plan: Plan, root: Path, kind: str) -> dict[str, dict]:
+def load_receipts(plan: Plan, root: Path, kind: str) -> dict[str, dict[str, Any]]:
     """Every session's receipt of this kind that exists, by session id."""
     paths = {s["id"]: Path(root) / layout.receipt(s["id"], kind)
              for s in realized_sessions(plan, root)}
     return {sid: jsonio.read(p, kind) for sid, p in paths.items() if p.exists()}
 
 
-def session_receipts(plan: Plan, root: Path) -> dict[str, dict]:
+def session_receipts(plan: Plan, root: Path) -> dict[str, dict[str, Any]]:
     """What the README shows of each session beside its boot: compile cache and stop."""
     return {"caches": load_receipts(plan, root, "cache"),
             "stops": load_receipts(plan, root, "stop")}
@@ -65,24 +71,25 @@ def realized_pairs(plan: Plan, root: Path, named: Named | None = None) -> int:
     lo, hi = stopping.bounds(plan["protocol"]["pairs"])
     if lo == hi:
         return hi
-    return reader(named)(realized_path(root), "realized")["pairs"]
+    pairs: int = reader(named)(realized_path(root), "realized")["pairs"]
+    return pairs
 
 
-def sessions_upto(plan: Plan, n: int) -> list[dict]:
+def sessions_upto(plan: Plan, n: int) -> list[dict[str, Any]]:
     """The planned sessions of the first n pairs, in protocol order."""
     return [s for s in plan["protocol"]["sessions"] if s["pair"] <= n]
 
 
-def realized_sessions(plan: Plan, root: Path, named: Named | None = None) -> list[dict]:
+def realized_sessions(plan: Plan, root: Path, named: Named | None = None) -> list[dict[str, Any]]:
     """The planned sessions that belong to pairs that ran, in protocol order."""
     return sessions_upto(plan, realized_pairs(plan, root, named))
 
 
 def load_sessions(plan: Plan, root: Path, pairs: int | None = None,
-                  named: Named | None = None) -> dict:
+                  named: Named | None = None) -> Sessions:
     """sessions[(pair, arm)] = {"boot", "raw": {instrument: raw}, "files": {kind: path}}, for
     the pairs that ran (or the first `pairs`); with `named`, only from the files named."""
-    out = {}
+    out: Sessions = {}
     read = reader(named)
     upto = realized_pairs(plan, root, named) if pairs is None else pairs
     for session in sessions_upto(plan, upto):

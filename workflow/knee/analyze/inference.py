@@ -98,7 +98,7 @@ def effect(ratios: Sequence[float | None]) -> Effect | None:
     return Effect(len(xs), mean, sd)
 
 
-def margins(rule: dict) -> tuple[float, float] | float:
+def margins(rule: dict[str, Any]) -> tuple[float, float] | float:
     """A parity rule's (low, high) margin or a gain rule's threshold, on the log scale."""
     if "within_pct" in rule:
         m = rule["within_pct"]
@@ -106,7 +106,7 @@ def margins(rule: dict) -> tuple[float, float] | float:
     return to_log(rule["min_gain_pct"])
 
 
-def decide(rule: dict, bounds: tuple[float, float] | None) -> str:
+def decide(rule: dict[str, Any], bounds: tuple[float, float] | None) -> str:
     """PASS, FAIL or INCONCLUSIVE for one rule from its interval (log scale)."""
     if bounds is None:
         return "INCONCLUSIVE"
@@ -121,7 +121,7 @@ def decide(rule: dict, bounds: tuple[float, float] | None) -> str:
     return "FAIL" if hi < m else "INCONCLUSIVE"
 
 
-def pairs_needed(rule: dict, eff: Effect, alpha: float) -> int | None:
+def pairs_needed(rule: dict[str, Any], eff: Effect, alpha: float) -> int | None:
     """The fewest pairs at which this mean and between-pair spread would resolve the rule;
     None when no number up to MAX_PAIRS would (the mean sits on a threshold) or the spread
     is unknown (one pair)."""
@@ -143,7 +143,7 @@ def mde_pct(eff: Effect, alpha: float, power: float = 0.8) -> float | None:
     return to_pct(width)
 
 
-def false_positives(rows: list[dict]) -> dict:
+def false_positives(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Across-pairs rows whose interval excludes zero: in an A/A experiment each is a false
     positive."""
     across = [r for r in rows if r["pair"] == "all" and r["interval"]]
@@ -168,7 +168,8 @@ PER_REQUEST: dict[str, tuple[Callable[[Mapping[str, Any]], float | None], Callab
     "throughput": (request_rate, np.mean)}
 
 
-def within_pair_interval(control: list[dict], candidate: list[dict], metric: str,
+def within_pair_interval(control: list[dict[str, Any]], candidate: list[dict[str, Any]],
+                         metric: str,
                          seed: int, n: int = 2000, centre: float | None = None,
                          confidence: float = 0.95) -> list[float] | None:
     """Interval of the delta % inside one boot pair, resampling requests of each arm with

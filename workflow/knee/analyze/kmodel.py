@@ -184,7 +184,7 @@ def hinge_fit(x: list[float], y: list[float], at: float) -> tuple[list[float], f
     return coef, sse(coef, m, y)
 
 
-def throughput_knee(conc: list[float], thr: list[float], grid: int = 200) -> dict:
+def throughput_knee(conc: list[float], thr: list[float], grid: int = 200) -> dict[str, Any]:
     """The concurrency past which throughput stops rising: a continuous two-segment fit, its
     break searched between the second and the second-to-last point (each segment keeps two
     points). Accepted only when the slope after the break is at most KNEE_SLOPE_RATIO of the

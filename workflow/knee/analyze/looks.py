@@ -4,6 +4,7 @@ whether to stop), and the realized protocol from the looks made."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from knee.analyze import bar, compare
 from knee.analyze.folder import Named, load_sessions, sessions_upto
@@ -11,7 +12,7 @@ from knee.core.records import Plan
 from knee.plan import stopping
 
 
-def decide(plan: Plan, root: Path, n: int, named: Named | None = None) -> dict:
+def decide(plan: Plan, root: Path, n: int, named: Named | None = None) -> dict[str, Any]:
     """One look of a run that stops by precision: the comparison and bar of pairs 1..n."""
     sessions = load_sessions(plan, root, pairs=n, named=named)
     comparison = compare.compare(plan, sessions)
@@ -19,7 +20,7 @@ def decide(plan: Plan, root: Path, n: int, named: Named | None = None) -> dict:
     return {"experiment": plan["name"], **stopping.decision(verdict, n, plan["protocol"]["pairs"])}
 
 
-def realized(plan: Plan, decisions: list[dict]) -> dict:
+def realized(plan: Plan, decisions: list[dict[str, Any]]) -> dict[str, Any]:
     """The realized protocol from the looks made: where the first look said stop, or max."""
     hi = stopping.bounds(plan["protocol"]["pairs"])[1]
     looks = sorted(decisions, key=lambda d: d["pairs"])

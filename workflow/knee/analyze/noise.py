@@ -6,6 +6,8 @@ Pure functions over raw instrument payloads (as read from raw/P-ARM/<instrument>
 
 from __future__ import annotations
 
+from typing import Any
+
 from knee.analyze.inference import REQUESTS
 from knee.analyze.stats import point_summary
 
@@ -24,20 +26,20 @@ def spread_pct(values: list[float | None]) -> float | None:
     return 100.0 * (max(vals) - min(vals)) / mean if mean else None
 
 
-def run_spread(raw: dict, metric: str) -> dict:
+def run_spread(raw: dict[str, Any], metric: str) -> dict[Any, float | None]:
     """Per point: spread of one session's runs of that point."""
-    by_point: dict = {}
+    by_point: dict[str, Any] = {}
     for p in raw["points"]:
         by_point.setdefault(p["point"], []).append(point_summary(p)[metric])
     return {point: spread_pct(vals) for point, vals in by_point.items()}
 
 
-def requests_of(raw: dict, point) -> list[dict]:
+def requests_of(raw: dict[str, Any], point: object) -> list[dict[str, Any]]:
     return [r for p in raw["points"] if point in ("all", p["point"])
             for r in p["records"] if not r["warmup"] and not r.get("error")]
 
 
-def noise_label(delta: float | None, noise: float | None, interval: dict) -> str:
+def noise_label(delta: float | None, noise: float | None, interval: dict[str, Any]) -> str:
     """Words for a delta next to its interval, naming what the interval resampled."""
     if delta is None:
         return "no delta"

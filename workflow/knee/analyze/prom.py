@@ -14,12 +14,13 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from knee import instruments
 from knee.analyze import sampling
+from knee.analyze.folder import Sessions
 from knee.analyze.stats import window_client_summary
 from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
@@ -44,7 +45,7 @@ HISTOGRAMS = {
 }
 STEP_TIME_SOURCE = "mean of vllm:inter_token_latency_seconds over the window (sum/count deltas)"
 
-Samples = dict[str, dict[tuple, float]]
+Samples = dict[str, dict[tuple[Any, ...], float]]
 
 
 def parse(text: str, source: str = "scrape") -> Samples:
@@ -60,7 +61,16 @@ def parse(text: str, source: str = "scrape") -> Samples:
     return dict(out)
 
 
-def total(samples: Samples, name: str, by: str | None = None):
+@overload
+def total(samples: Samples, name: str, by: None = None) -> float | None: ...
+
+
+@overload
+def total(samples: Samples, name: str, by: str) -> dict[str, float] | None: ...
+
+
+def total(samples: Samples, name: str,
+          by: str | None = None) -> float | dict[str, float] | None:
     """Sum a series over the engine label (and every label but `by`, if given); None if absent."""
     if name not in samples:
         return None
@@ -88,14 +98,15 @@ def counter_delta(before: Samples, after: Samples, name: str, window: str,
     return delta
 
 
-def histogram_delta(before: Samples, after: Samples, name: str) -> dict | None:
+def histogram_delta(before: Samples, after: Samples, name: str) -> dict[str, Any] | None:
     """Count, sum, mean and p50/p90/p99 (bucket interpolation) of a histogram's window delta."""
     count_a, count_b = total(after, f"{name}_count"), total(before, f"{name}_count")
-    if count_a is None or count_b is None:
-        return None
+    sum_a, ba = total(after, f"{name}_sum"), total(after, f"{name}_bucket", "le")
+    if count_a is None or count_b is None or sum_a is None or ba is None:
+        return None  # not in the scrape (a histogram has all three series, or none)
     count = count_a - count_b
-    total_s = total(after, f"{name}_sum") - (total(before, f"{name}_sum") or 0.0)
-    ba, bb = total(after, f"{name}_bucket", "le"), total(before, f"{name}_bucket", "le") or {}
+    total_s = sum_a - (total(before, f"{name}_sum") or 0.0)
+    bb = total(before, f"{name}_bucket", "le") or {}
     buckets = sorted(((float(le), ba[le] - bb.get(le, 0.0)) for le in ba), key=lambda x: x[0])
     out = {"count": count, "sum": total_s, "mean": total_s / count if count else None}
     for q in (50, 90, 99):
@@ -122,13 +133,13 @@ def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | Non
 
 def window_deltas(before_text: str, after_text: str, window: str, requests: int,
                   speculation: bool, client_tokens: int | None = None,
-                  files: str = "", knee_threshold: float = KNEE_THRESHOLD) -> dict:
+                  files: str = "", knee_threshold: float = KNEE_THRESHOLD) -> dict[str, Any]:
     """Checked counter deltas, server histograms and spec-decode analysis over one window."""
     if requests <= 0:
         raise KneeError(f"{window}: the scrape pair brackets no requests ({files})")
     before = parse(before_text, f"{window} before")
     after = parse(after_text, f"{window} after")
-    out: dict = {"window": window, "requests": requests, "flags": []}
+    out: dict[str, Any] = {"window": window, "requests": requests, "flags": []}
     for name in (GENERATION, PROMPT):
         out[_key(name)] = counter_delta(before, after, name, window, requests, files)
     if client_tokens is not None:
@@ -179,25 +190,25 @@ def _key(name: str) -> str:
     return name.removeprefix("vllm:").removesuffix("_total")
 
 
-def spec_summary(d: dict, knee_threshold: float = KNEE_THRESHOLD) -> dict:
+def spec_summary(d: dict[str, Any], knee_threshold: float = KNEE_THRESHOLD) -> dict[str, Any]:
     """The reference write-ups' definitions: rates over drafts and draft tokens, and the knee
     position."""
     drafts = d["spec_decode_num_drafts"]
     accepted = d["spec_decode_num_accepted_tokens"]
     per_pos = d.get("spec_decode_num_accepted_tokens_per_pos", [])
     rates = [x / drafts for x in per_pos]
-    knee = next((i + 1 for i, r in enumerate(rates) if r < knee_threshold), None)
+    acceptance_knee = next((i + 1 for i, r in enumerate(rates) if r < knee_threshold), None)
     return {
         "acceptance_rate": accepted / d["spec_decode_num_draft_tokens"],
         "mean_acceptance_length": 1 + accepted / drafts,
         "tokens_per_step": 1 + accepted / drafts,
         "per_position_rate": rates,
         "knee_threshold": knee_threshold,
-        "knee_position": knee,
+        "knee_position": acceptance_knee,
     }
 
 
-def ceiling(d: dict, step_time_s: float | None) -> dict:
+def ceiling(d: dict[str, Any], step_time_s: float | None) -> dict[str, Any]:
     """Per-user decode = tokens per step / step time; at perfect acceptance (k + 1) / step time."""
     k = len(d.get("spec_decode_num_accepted_tokens_per_pos", []))
     if not step_time_s or not k:
@@ -208,7 +219,8 @@ def ceiling(d: dict, step_time_s: float | None) -> dict:
             "ceiling_decode_rate": (k + 1) / step_time_s}
 
 
-def acceptance_table(windows: Sequence[Mapping[str, Any]], sources: list) -> list[dict]:
+def acceptance_table(windows: Sequence[Mapping[str, Any]],
+                     sources: list[Any]) -> list[dict[str, Any]]:
     """One row per session window, with the file it came from."""
     keys = ("speculation", "knee_threshold", "client_latency", "server_latency",
             "generation_tokens", "client_output_tokens",
@@ -223,7 +235,7 @@ def acceptance_table(windows: Sequence[Mapping[str, Any]], sources: list) -> lis
 
 def instrument_metrics(raw: Mapping[str, Any], before: str, after: str, speculation: bool,
                        knee_threshold: float, files: str,
-                       withheld: dict | None = None) -> dict:
+                       withheld: Mapping[float | str, str] | None = None) -> dict[str, Any]:
     """The window metrics of one instrument run (and, where each point brackets scrapes of its
     own, as the probe's temperatures do, of each point). withheld: temperature -> why the
     engine's sampling there is not a measurement (knee.analyze.sampling.withheld): a window or
@@ -245,8 +257,9 @@ def instrument_metrics(raw: Mapping[str, Any], before: str, after: str, speculat
     return out
 
 
-def point_metrics(raw: Mapping[str, Any], p: dict, speculation: bool, knee_threshold: float,
-                  files: str, withheld: dict) -> dict:
+def point_metrics(raw: Mapping[str, Any], p: dict[str, Any], speculation: bool,
+                  knee_threshold: float,
+                  files: str, withheld: Mapping[float | str, str]) -> dict[str, Any]:
     """One point's own window metrics, from the scrapes embedded in its record."""
     out = {"point": p["point"], **window_deltas(
         p["prom_before"], p["prom_after"], f"{raw['session']}/{raw['instrument']} {p['point']}",
@@ -262,7 +275,7 @@ SPEC_FIGURES = ("acceptance_rate", "mean_acceptance_length", "tokens_per_step",
                 "modelled_decode_rate", "ceiling_decode_rate")
 
 
-def withhold(metrics: dict, why: str) -> dict:
+def withhold(metrics: dict[str, Any], why: str) -> dict[str, Any]:
     """A window's metrics without its acceptance figures, and why (its counters stay)."""
     if metrics.get("speculation") != "on":
         return metrics
@@ -271,7 +284,7 @@ def withhold(metrics: dict, why: str) -> dict:
 
 
 def window_metrics(raw: Mapping[str, Any], boot: Mapping[str, Any], before: Path, after: Path,
-                   knee_threshold: float) -> dict:
+                   knee_threshold: float) -> dict[str, Any]:
     """One instrument window's metrics from its raw file and scrapes (workflow and audit)."""
     return instrument_metrics(
         raw, jsonio.read_text(before), jsonio.read_text(after),
@@ -280,7 +293,7 @@ def window_metrics(raw: Mapping[str, Any], boot: Mapping[str, Any], before: Path
         withheld=sampling.withheld(boot))
 
 
-def disagreement(raw: dict, before: str, after: str) -> str | None:
+def disagreement(raw: dict[str, Any], before: str, after: str) -> str | None:
     """Where an instrument window's raw records do not hold the traffic the server counted (its
     generation tokens against the output tokens of every record, warm-up included): why, or
     None. A server knee booted serves nothing else, so the two are equal in every measured
@@ -296,7 +309,7 @@ def disagreement(raw: dict, before: str, after: str) -> str | None:
             f"({len(records)} requests)")
 
 
-def counter_disagreements(sessions: dict) -> list[dict]:
+def counter_disagreements(sessions: Sessions) -> list[dict[str, Any]]:
     """Every window of every session whose raw records disagree with the server's counters
     (sessions as knee.analyze.folder.load_sessions gives them)."""
     out = []

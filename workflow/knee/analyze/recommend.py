@@ -31,7 +31,7 @@ from knee import instruments
 from knee.analyze import compare, kmodel, recommend_parts
 from knee.analyze.folder import Named, reader, realized_sessions
 from knee.analyze.kmodel import session_k
-from knee.analyze.recommend_parts import RESAMPLES, load
+from knee.analyze.recommend_parts import RESAMPLES, Resamples, load
 from knee.core import layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.records import Plan
@@ -43,7 +43,7 @@ class Refused(KneeError):
     """The data cannot support a recommendation; the message says why."""
 
 
-def point_observation(points: list[dict], c: int, output_tokens: int) -> dict:
+def point_observation(points: list[dict[str, Any]], c: int, output_tokens: int) -> dict[str, Any]:
     """One session's figures at concurrency c, over its runs."""
     recs = [r for p in points for r in p["records"]
             if not r["warmup"] and not r.get("error") and len(r["chunk_times"]) > 1]
@@ -72,7 +72,7 @@ def check_sweep(plan: Plan) -> None:
 
 
 def sweep_windows(plan: Plan, root: Path,
-                  named: Named | None = None) -> dict[tuple[int, str], dict]:
+                  named: Named | None = None) -> dict[tuple[int, str], dict[str, Any]]:
     """Every realized session's sweep window, read once: {(pair, arm): {"id", "raw"}}, the raw
     under "raw"["sweep"] as compare.host_speed takes sessions."""
     out, name, read = {}, load(), reader(named)
@@ -83,7 +83,7 @@ def sweep_windows(plan: Plan, root: Path,
     return out
 
 
-def observations(plan: Plan, sweeps: dict[tuple[int, str], dict]) -> list[dict]:
+def observations(plan: Plan, sweeps: dict[tuple[int, str], dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (session, concurrency), with the session's pair, arm and k there."""
     name = load()
     cfg = plan["instruments"][name]
@@ -105,7 +105,7 @@ def fixed_at(plan: Plan, arm: str, horizon: int) -> bool:
 
 
 def acceptance_windows(plan: Plan, root: Path, horizon: int,
-                       named: Named | None = None) -> list[dict]:
+                       named: Named | None = None) -> list[dict[str, Any]]:
     """The acceptance counters of every window (probe, sweep) of the arms that draft at the
     horizon at every batch size: a schedule's windows mix horizons under one drafts count. A
     window sampled where the engine does not sample as asked (sampling_withheld) is left out."""
@@ -132,7 +132,7 @@ def pooled_rates(windows: Sequence[Mapping[str, Any]]) -> list[float]:
     return kmodel.position_rates(drafts, [float(a) for a in accepted])
 
 
-def check_supported(plan: Plan, rows: list[dict], windows: Sequence[Mapping[str, Any]],
+def check_supported(plan: Plan, rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]],
                     horizon: int) -> None:
     ks = sorted({r["k"] for r in rows})
     if horizon == 0:
@@ -161,7 +161,8 @@ class AtConcurrency(TypedDict):
 class Model:
     """Everything fitted from one set of sessions (all of them, or a resample of pairs)."""
 
-    def __init__(self, rows: list[dict], windows: Sequence[Mapping[str, Any]], output_tokens: int):
+    def __init__(self, rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]],
+                 output_tokens: int):
         self.rates = pooled_rates(windows)
         self.horizon = len(self.rates)
         self.step = kmodel.fit_step_model([(r["c"], r["k"], r["step_s"]) for r in rows])
@@ -212,7 +213,7 @@ class Model:
         top = max(self.at[c]["tokens"])
         return 1.0 + self.prefix_excess(c, k) * self.gamma(k) / self.gamma(top)
 
-    def predict(self, c: int, k: int) -> dict:
+    def predict(self, c: int, k: int) -> dict[str, Any]:
         step, tokens = self.step(c, k), self.tokens(c, k)
         at = self.at[c]
         latency = at["ttft_s"] + (self.n - 1) * step / tokens
@@ -220,7 +221,7 @@ class Model:
                 "throughput": at["eta"] * c * self.n / latency}
 
 
-def candidate_ks(rows: list[dict], horizon: int) -> list[int]:
+def candidate_ks(rows: list[dict[str, Any]], horizon: int) -> list[int]:
     """k = 1..K, and 0 where a speculation-off session was measured."""
     return ([0] if any(r["k"] == 0 for r in rows) else []) + list(range(1, horizon + 1))
 
@@ -229,13 +230,14 @@ def resample_pairs(pairs: list[int], rng: np.random.Generator) -> list[int]:
     return list(rng.choice(pairs, size=len(pairs), replace=True))
 
 
-def bootstrap(rows, windows, n_tokens, conc, ks, seed: int = 0) -> dict:
+def bootstrap(rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]], n_tokens: int,
+              conc: list[int], ks: list[int], seed: int = 0) -> Resamples:
     """Predictions over pair resamples: {(c, k): [throughput...]}, {(c, k): [decode...]}, the
     i-th value of every list from the same resample."""
     rng = np.random.default_rng(seed)
     pairs = sorted({r["pair"] for r in rows})
-    thr: dict = {(c, k): [] for c in conc for k in ks}
-    dec: dict = {(c, k): [] for c in conc for k in ks}
+    thr: dict[tuple[int, int], list[float]] = {(c, k): [] for c in conc for k in ks}
+    dec: dict[tuple[int, int], list[float]] = {(c, k): [] for c in conc for k in ks}
     for _ in range(RESAMPLES):
         picks = resample_pairs(pairs, rng)
         sub = [r for p in picks for r in rows if r["pair"] == p]
@@ -251,7 +253,7 @@ def bootstrap(rows, windows, n_tokens, conc, ks, seed: int = 0) -> dict:
     return {"throughput": thr, "decode_rate": dec}
 
 
-def build(plan: Plan, root: Path, named: Named | None = None) -> dict:
+def build(plan: Plan, root: Path, named: Named | None = None) -> dict[str, Any]:
     """The recommendation (raises Refused with the reason when the data cannot support one),
     from the folder's files (with `named`, only those named)."""
     check_sweep(plan)
@@ -270,7 +272,7 @@ def build(plan: Plan, root: Path, named: Named | None = None) -> dict:
     return {**rec, "sweep_cpu_speed": speed} if speed else rec
 
 
-def sweep_speed(plan: Plan, sweeps: dict[tuple[int, str], dict]) -> float | None:
+def sweep_speed(plan: Plan, sweeps: dict[tuple[int, str], dict[str, Any]]) -> float | None:
     """The median speed of the engine's CPU over the sweep windows (None before it was sampled):
     a verification run measured on a faster or slower host says by how much."""
     return compare.instrument_speed(compare.host_speed(plan, sweeps), load())

@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
 from knee import instruments
 from knee.analyze import kmodel
 from knee.core.records import Plan
+
+# (concurrency, k) -> each resample's prediction, under "throughput" and "decode_rate"
+Resamples = dict[str, dict[tuple[int, int], list[float]]]
+
+
+class Fitted(Protocol):
+    """What the recommendation reads of a fitted model (knee.analyze.recommend.Model)."""
+    rates: list[float]
+    horizon: int
+    step: kmodel.StepModel
+    availability: dict[int, float]
+
+    def tokens(self, c: int, k: int) -> float: ...
+
+    def predict(self, c: int, k: int) -> dict[str, Any]: ...
 
 RESAMPLES = 1000
 CONFIDENCE = 0.95
@@ -34,11 +49,12 @@ METHOD = ("Step time per (session, concurrency): the median over requests of the
           f"zero. Intervals: {RESAMPLES} resamples of the boot pairs (with "
           "replacement), the whole chain refitted on each, percentile interval at "
           f"{CONFIDENCE:.0%}.")
-KNEE_METHOD = ("Throughput knee: a continuous two-segment line fitted to the arm's throughput "
-               "per concurrency (geometric mean over its boots), the break searched between "
-               "the second and the second-to-last point; a knee only when the slope after it "
-               f"is at most {kmodel.KNEE_SLOPE_RATIO:g} of the slope before and two segments "
-               f"leave at most {kmodel.KNEE_SSE_RATIO:g} of one line's squared error.")
+THROUGHPUT_KNEE_METHOD = (
+    "Throughput knee: a continuous two-segment line fitted to the arm's throughput "
+    "per concurrency (geometric mean over its boots), the break searched between "
+    "the second and the second-to-last point; a knee only when the slope after it "
+    f"is at most {kmodel.KNEE_SLOPE_RATIO:g} of the slope before and two segments "
+    f"leave at most {kmodel.KNEE_SSE_RATIO:g} of one line's squared error.")
 
 
 def load() -> str:
@@ -59,7 +75,8 @@ def gmean(values: list[float]) -> float:
     return float(math.exp(np.mean(np.log(values))))
 
 
-def predictions(model, conc, ks, boot, allowed) -> list[dict]:
+def predictions(model: Fitted, conc: list[int], ks: list[int], boot: Resamples,
+                allowed: list[int]) -> list[dict[str, Any]]:
     out = []
     for c in conc:
         for k in ks:
@@ -70,7 +87,7 @@ def predictions(model, conc, ks, boot, allowed) -> list[dict]:
     return out
 
 
-def measured_fit(plan: Plan, rows: list[dict], model) -> list[dict]:
+def measured_fit(plan: Plan, rows: list[dict[str, Any]], model: Fitted) -> list[dict[str, Any]]:
     """Each arm's measured throughput per concurrency (geometric mean over its boots) against
     the model's prediction at the arm's k there."""
     out = []
@@ -87,7 +104,7 @@ def measured_fit(plan: Plan, rows: list[dict], model) -> list[dict]:
     return out
 
 
-def crossover(conc: list[int], best: list[int], k_min: int) -> dict:
+def crossover(conc: list[int], best: list[int], k_min: int) -> dict[str, Any]:
     """The first measured concurrency from which the smallest k wins at every larger one."""
     j = len(conc)
     while j > 0 and best[j - 1] == k_min:
@@ -100,7 +117,7 @@ def crossover(conc: list[int], best: list[int], k_min: int) -> dict:
             "reason": None if j else f"k={k_min} wins at every measured concurrency"}
 
 
-def knees(plan: Plan, rows: list[dict]) -> dict:
+def throughput_knees(plan: Plan, rows: list[dict[str, Any]]) -> dict[str, Any]:
     out = {}
     for arm in plan["arms"]:
         conc = sorted({r["c"] for r in rows})
@@ -111,7 +128,7 @@ def knees(plan: Plan, rows: list[dict]) -> dict:
     return out
 
 
-def ceiling(model, c: int, ks: list[int]) -> list[dict]:
+def ceiling(model: Fitted, c: int, ks: list[int]) -> list[dict[str, Any]]:
     """The second reference write-up's ceiling model per k, at the lowest concurrency."""
     out = []
     for k in ks:
@@ -123,7 +140,8 @@ def ceiling(model, c: int, ks: list[int]) -> list[dict]:
     return out
 
 
-def verify_gains(conc, sched_k, fixed_k, model, boot) -> list[dict]:
+def verify_gains(conc: list[int], sched_k: list[int], fixed_k: int, model: Fitted,
+                 boot: Resamples) -> list[dict[str, Any]]:
     """Predicted throughput change of the schedule against the best fixed k at each c, with
     its interval over the same resamples (each resample's two predictions are paired)."""
     out = []
@@ -137,14 +155,15 @@ def verify_gains(conc, sched_k, fixed_k, model, boot) -> list[dict]:
     return out
 
 
-def allowed_ks(rows: list[dict], horizon: int) -> list[int]:
+def allowed_ks(rows: list[dict[str, Any]], horizon: int) -> list[int]:
     """The k a schedule may choose: those between the shortest and the longest horizon measured
     (and 0 where speculation off was measured); predictions beyond them are extrapolations."""
     spec = sorted({r["k"] for r in rows if r["k"] > 0})
     return ([0] if any(r["k"] == 0 for r in rows) else []) + list(range(spec[0], horizon + 1))
 
 
-def choose(conc, allowed, by, boot) -> tuple[int, list[dict]]:
+def choose(conc: list[int], allowed: list[int], by: Mapping[tuple[int, int], float],
+           boot: Resamples) -> tuple[int, list[dict[str, Any]]]:
     """The best fixed k (highest geometric-mean prediction over the concurrencies) and, per
     concurrency, the best k; a concurrency keeps the fixed k unless the best one's predicted
     gain over it has an interval above zero."""
@@ -167,7 +186,8 @@ def choose(conc, allowed, by, boot) -> tuple[int, list[dict]]:
     return fixed, out
 
 
-def assemble(plan: Plan, rows, windows, model, ks, boot) -> dict:
+def assemble(plan: Plan, rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]],
+             model: Fitted, ks: list[int], boot: Resamples) -> dict[str, Any]:
     conc = plan["instruments"][load()]["concurrency"]
     allowed = allowed_ks(rows, model.horizon)
     preds = predictions(model, conc, ks, boot, allowed)
@@ -180,7 +200,7 @@ def assemble(plan: Plan, rows, windows, model, ks, boot) -> dict:
     errors = [abs(f["error_pct"]) for f in fit]
     return {
         "experiment": plan["name"], "status": "recommended", "reason": None,
-        "method": METHOD, "knee_method": KNEE_METHOD,
+        "method": METHOD, "knee_method": THROUGHPUT_KNEE_METHOD,
         "interval": {"level": LEVEL, "resamples": RESAMPLES, "confidence": CONFIDENCE,
                      "pairs": len({r["pair"] for r in rows})},
         "acceptance": {"horizon": model.horizon, "per_position_rate": model.rates,
@@ -204,19 +224,19 @@ def assemble(plan: Plan, rows, windows, model, ks, boot) -> dict:
         "speculative_config": {"num_speculative_tokens": max(b[2] for b in bands),
                                "num_speculative_tokens_per_batch_size": bands},
         "crossover": crossover(conc, chosen, allowed[0]),
-        "knees": knees(plan, rows),
+        "knees": throughput_knees(plan, rows),
         "ceiling": ceiling(model, conc[0], ks),
         "verify": verify_gains(conc, chosen, fixed, model, boot),
     }
 
 
-def refused(plan: Plan, reason: str) -> dict:
+def refused(plan: Plan, reason: str) -> dict[str, Any]:
     return {"experiment": plan["name"], "status": "refused", "reason": reason,
-            "method": METHOD, "knee_method": KNEE_METHOD}
+            "method": METHOD, "knee_method": THROUGHPUT_KNEE_METHOD}
 
 
 def predicted_vs_measured(rec: Mapping[str, Any], plan: Plan,
-                          comparison: Mapping[str, Any]) -> list[dict]:
+                          comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A verification run's sweep throughput per arm and concurrency (geometric mean over its
     pairs) against the recommendation's prediction at the arm's k there, with the error."""
     by = {(p["concurrency"], p["k"]): p for p in rec["predictions"]}
@@ -239,7 +259,7 @@ def predicted_vs_measured(rec: Mapping[str, Any], plan: Plan,
 
 
 def predicted_changes(rec: Mapping[str, Any], plan: Plan,
-                      comparison: Mapping[str, Any]) -> list[dict]:
+                      comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A verification run's candidate-against-control throughput change per concurrency: the
     change the recommendation predicted (its interval over the measured run's pair resamples)
     against the change measured across the verification's pairs (its interval over them). A

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from knee.analyze.folder import Sessions
 from knee.plan import secrets
 
 # vLLM's log prefix: "(APIServer pid=1) INFO 12-01 10:00:00 [file.py:12] " (the process tag
@@ -29,7 +30,7 @@ def message(line: str) -> str:
     return PREFIX.sub("", line.strip())
 
 
-def read(log_text: str) -> dict:
+def read(log_text: str) -> dict[str, Any]:
     """{non_default_args: {...} or None, changes: [message, ...]} from an engine log."""
     args = None
     changes: list[str] = []
@@ -47,7 +48,7 @@ def read(log_text: str) -> dict:
                                                           for c in changes]}
 
 
-def plain(value, key: str = ""):
+def plain(value: object, key: str = "") -> Any:
     """A literal as JSON data (tuples as lists, other keys as text), passed through the
     receipts' redaction: an argument whose name says it is a credential (api_key, hf_token)
     and any value that looks like one are never recorded."""
@@ -75,11 +76,12 @@ def variable_keys(variable: str | list[str] | None) -> set[str]:
     return keys
 
 
-def differences(variable, boots: Sequence[Mapping[str, Any]]) -> list[dict]:
+def differences(variable: str | list[str] | None,
+                boots: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every engine-side difference between the arms beyond the variable, over all boots:
     a change the engine made in one arm's boots only, or a non-default argument the arms
     ran with differently. Boots without what the engine resolved (older runs) are skipped."""
-    by_arm: dict[str, list[dict]] = {"control": [], "candidate": []}
+    by_arm: dict[str, list[dict[str, Any]]] = {"control": [], "candidate": []}
     for boot in boots:
         if boot.get("engine_resolved"):
             by_arm[boot["arm"]].append(boot["engine_resolved"])
@@ -110,13 +112,13 @@ LENGTH_PCT = 5.0
 LENGTH_Z = 3.0
 
 
-def length_differences(sessions: dict) -> list[dict]:
+def length_differences(sessions: Sessions) -> list[dict[str, Any]]:
     """sessions[(pair, arm)] = {"raw": {instrument: raw}}. Each point whose requests may end at
     end-of-sequence and whose arms generated different lengths for the same requests (each
     request of the candidate against the control's same request in its pair: the mean
     difference beyond LENGTH_PCT % of the control's mean and LENGTH_Z standard errors): a
     throughput then compares different work, a difference the engine made on its own."""
-    lengths: dict[tuple, dict[tuple, int]] = {}
+    lengths: dict[tuple[Any, ...], dict[tuple[Any, ...], int]] = {}
     for (pair, arm), s in sorted(sessions.items()):
         for inst, raw in sorted(s["raw"].items()):
             for p in raw["points"]:

@@ -57,7 +57,7 @@ def token_terms(top: list[float], temperature: float) -> tuple[float, float, flo
     return mean, var, min(1.0, tail / (z + tail)) if tail > 0 else 0.0
 
 
-def unsound(requests: list[dict]) -> str | None:
+def unsound(requests: list[dict[str, Any]]) -> str | None:
     """Why these records cannot decide the check (their 20 likeliest collided), or None."""
     full = max((len(top) for r in requests for top in r["top_logprobs"]), default=0)
     positions = bad = 0
@@ -74,7 +74,7 @@ def unsound(requests: list[dict]) -> str | None:
             f"(their texts collide), so these records do not measure the sampler")
 
 
-def judge(temperature: float, requests: list[dict]) -> dict:
+def judge(temperature: float, requests: list[dict[str, Any]]) -> dict[str, Any]:
     """requests: [{"seed", "text", "token_logprobs", "top_logprobs", "in_top",
     "repeat_text"?}] -> the verdict at this temperature, with the figures it rests on."""
     obs = exp = var = out_expected = 0.0
@@ -114,7 +114,7 @@ def judge(temperature: float, requests: list[dict]) -> dict:
             "why": "; ".join(why) or cannot}
 
 
-def known_defect(engine: Mapping[str, Any] | None) -> dict | None:
+def known_defect(engine: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The known defect of this engine build (a boot receipt's `engine`), or None."""
     packages = engine.get("packages") if isinstance(engine, dict) else None
     if not isinstance(packages, dict):
@@ -122,23 +122,27 @@ def known_defect(engine: Mapping[str, Any] | None) -> dict | None:
     return next((d for d in KNOWN_DEFECTS if packages.get(d["package"]) in d["versions"]), None)
 
 
-def verdicts(boot: Mapping[str, Any]) -> list[dict]:
+def verdicts(boot: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The boot's sampling check, each temperature judged again from the records it kept (a
     check whose requests were not answered keeps its recorded failure)."""
     return [judge(c["temperature"], c["records"]) if c.get("records") else c
             for c in boot.get("sampling_check") or []]
 
 
-def undecided(boot: dict) -> dict[float, str]:
+def undecided(boot: Mapping[str, Any]) -> Withheld:
     """temperature -> why the boot's sampling check could not decide there."""
     return {c["temperature"]: c["why"] for c in verdicts(boot) if c["passed"] is None}
 
 
-def withheld(boot: Mapping[str, Any]) -> dict[float, str]:
+# temperature (or "above 0": every temperature above 0) -> why figures sampled there are withheld
+Withheld = dict[float | str, str]
+
+
+def withheld(boot: Mapping[str, Any]) -> Withheld:
     """temperature -> why the figures sampled at it are withheld, for one session: its boot's
     sampling check failed there, or (speculation on) its engine build is known to sample
     wrongly at any temperature above 0 (older folders, measured before the check existed)."""
-    out = {c["temperature"]: f"the engine failed its sampling check at temperature "
+    out: Withheld = {c["temperature"]: f"the engine failed its sampling check at temperature "
                              f"{c['temperature']:g}: {c['why']}"
            for c in verdicts(boot) if c["passed"] is False}
     defect = known_defect(boot.get("engine"))
@@ -149,13 +153,13 @@ def withheld(boot: Mapping[str, Any]) -> dict[float, str]:
     return out
 
 
-def reason(withheld_here: dict, temperature: float | None) -> str | None:
+def reason(withheld_here: Mapping[float | str, str], temperature: float | None) -> str | None:
     """Why figures sampled at `temperature` are withheld, or None (greedy never is)."""
     if not temperature:
         return None
     return withheld_here.get(temperature) or withheld_here.get("above 0")
 
 
-def point_reason(withheld_here: dict, point: dict) -> str | None:
+def point_reason(withheld_here: Mapping[float | str, str], point: dict[str, Any]) -> str | None:
     """Why the figures of one raw point (sampled as its profile says) are withheld, or None."""
     return reason(withheld_here, (point.get("profile") or {}).get("temperature"))

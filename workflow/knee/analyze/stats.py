@@ -22,7 +22,8 @@ def decode_rate(rec: Mapping[str, Any]) -> float | None:
 def ttft(rec: Mapping[str, Any]) -> float | None:
     if rec.get("error") or rec["t_first"] is None:
         return None
-    return rec["t_first"] - rec["t_send"]
+    out: float = rec["t_first"] - rec["t_send"]
+    return out
 
 
 def tpot(rec: Mapping[str, Any]) -> float | None:
@@ -30,13 +31,15 @@ def tpot(rec: Mapping[str, Any]) -> float | None:
     if rec.get("error") or rec["t_first"] is None or rec["output_tokens"] < 2 \
             or rec.get("t_done") is None:
         return None
-    return (rec["t_done"] - rec["t_first"]) / (rec["output_tokens"] - 1)
+    out: float = (rec["t_done"] - rec["t_first"]) / (rec["output_tokens"] - 1)
+    return out
 
 
 def e2e(rec: Mapping[str, Any]) -> float | None:
     if rec.get("error") or rec.get("t_done") is None:
         return None
-    return rec["t_done"] - rec["t_send"]
+    out: float = rec["t_done"] - rec["t_send"]
+    return out
 
 
 def chunk_gaps(rec: Mapping[str, Any]) -> list[float]:
@@ -52,7 +55,7 @@ def pct(values: Sequence[float | None], q: float) -> float | None:
     return float(np.percentile(vals, q)) if vals else None
 
 
-def point_summary(point: dict) -> dict:
+def point_summary(point: dict[str, Any]) -> dict[str, Any]:
     """A point's figures: p50/p90/p99 over its requests of TTFT, decode rate, TPOT, E2E and
     chunk gap (pooled); aggregate throughput = output tokens / wall time. Errors are counted
     and the point is marked, never silently averaged."""
@@ -77,7 +80,7 @@ def point_summary(point: dict) -> dict:
     return out
 
 
-def window_client_summary(records: list[dict]) -> dict:
+def window_client_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The client's view of a whole window (every request in it), beside the server's."""
     ok = [r for r in records if not r.get("error")]
     ttfts = [ttft(r) for r in ok]

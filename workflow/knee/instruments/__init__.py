@@ -1,5 +1,7 @@
 """The instruments, one module each, in the order a session runs them (knee.instruments.spec)."""
 
+from typing import Any
+
 from knee.core.records import Plan
 from knee.instruments import depth, fixture, probe, sweep
 from knee.instruments.spec import (
@@ -44,7 +46,7 @@ def acceptance() -> tuple[str, ...]:
     return tuple(n for n, spec in REGISTRY.items() if spec.acceptance)
 
 
-def sampled_temperatures(config: dict) -> list[float]:
+def sampled_temperatures(config: dict[str, Any]) -> list[float]:
     """Every temperature above 0 that a configured instrument samples at (its own, or
     instruments.sampling's), sorted: the temperatures a boot's sampling check covers."""
     shared = float((config.get("sampling") or {}).get("temperature", 0.0))

@@ -14,11 +14,13 @@ band is the spread of the included points around the shallowest included one.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from statistics import median
 from typing import Any
 
 from knee.core import prompts
 from knee.core.errors import KneeError
+from knee.instruments.ports import Axes, Target, Tokenize, View, Windows
 from knee.instruments.spec import Derived, Figure, Spec
 
 HITS = "vllm:prefix_cache_hits_total"
@@ -34,7 +36,7 @@ SCHEMA = {
 }
 
 
-def depth_prompt(tokenize, seed: int, depth: int) -> list[int]:
+def depth_prompt(tokenize: Tokenize, seed: int, depth: int) -> list[int]:
     """Exactly `depth` token ids of deterministic words (identical across arms)."""
     words = depth
     while True:
@@ -44,11 +46,12 @@ def depth_prompt(tokenize, seed: int, depth: int) -> list[int]:
         words *= 2
 
 
-def counters(target) -> tuple[float, float]:
-    return target.counters(HITS, QUERIES)
+def counters(target: Target) -> tuple[float, float]:
+    hits, queries = target.counters(HITS, QUERIES)
+    return hits, queries
 
 
-def run(target, cfg: dict) -> dict:
+def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     sampling = target.sampling_params(cfg["output_tokens"])
     out: dict[str, Any] = {"instrument": "depth", "points": [], "warmup": None}
     tokenize = target.tokenizer()
@@ -78,7 +81,8 @@ def run(target, cfg: dict) -> dict:
     return out
 
 
-def curve(raw: dict, decode_rate) -> dict:
+def curve(raw: dict[str, Any],
+          decode_rate: Callable[[Mapping[str, Any]], float | None]) -> dict[str, Any]:
     """One session's curve: decode_rate(record) is the comparison's decode rate."""
     points = []
     for p in raw["points"]:
@@ -111,12 +115,12 @@ def curve(raw: dict, decode_rate) -> dict:
     return {"points": points, "band_pct": band}
 
 
-def curves(windows) -> list[dict]:
+def curves(windows: Windows) -> list[dict[str, Any]]:
     return [{"pair": pair, "arm": arm, **curve(raw, windows.decode_rate)}
             for (pair, arm), raw in sorted(windows.sessions.items())]
 
 
-def draw(ax, view) -> None:
+def draw(ax: Axes, view: View) -> None:
     """Decode rate against prompt depth per arm (mean over pairs), the band of the included
     points, excluded points shown and labelled with their recorded reason."""
     curves = view.comparison.get("depth_curves") or []

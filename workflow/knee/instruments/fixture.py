@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from knee.core import prompts
+from knee.instruments.ports import Axes, Target, View, Windows, Words
 from knee.instruments.spec import SINGLE_STREAM, Derived, Figure, Spec
 
 SCHEMA = {
@@ -22,7 +23,7 @@ SCHEMA = {
 }
 
 
-def run(target, cfg: dict) -> dict:
+def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     sampling = target.sampling_params(cfg["output_tokens"])
     out: dict[str, Any] = {"instrument": "fixture", "points": [], "warmup": None}
     for name in cfg["classes"]:
@@ -39,7 +40,7 @@ def run(target, cfg: dict) -> dict:
     return out
 
 
-def classes(windows) -> list[dict]:
+def classes(windows: Windows) -> list[dict[str, Any]]:
     """Each class's candidate figure against the range of every control boot (the flag of the
     reference write-up)."""
     figs = [(windows.figures(c), windows.figures(d)) for c, d in windows.pairs]
@@ -58,7 +59,8 @@ def classes(windows) -> list[dict]:
     return out
 
 
-def caveats(classes: list[dict], comparison: Mapping[str, Any], words) -> list[str]:
+def caveats(classes: list[dict[str, Any]], comparison: Mapping[str, Any],
+            words: Words) -> list[str]:
     """A class whose candidate delta has one sign in every pair, with its interval over pairs."""
     out = []
     for c in classes:
@@ -76,7 +78,7 @@ def caveats(classes: list[dict], comparison: Mapping[str, Any], words) -> list[s
     return out
 
 
-def draw(ax, view) -> None:
+def draw(ax: Axes, view: View) -> None:
     """Each fixture class: the range of the control boots, the candidate of every pair."""
     classes = view.comparison.get("fixture_classes") or []
     for i, c in enumerate(classes):

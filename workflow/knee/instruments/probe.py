@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from knee.core import prompts
+from knee.instruments.ports import Target
 from knee.instruments.spec import Spec
 
 SCHEMA = {
@@ -21,7 +22,7 @@ SCHEMA = {
 }
 
 
-def run(target, cfg: dict) -> dict:
+def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"instrument": "probe", "points": [], "warmup": None}
     tokenize = target.tokenizer()
     for t in cfg["temperatures"]:

@@ -20,6 +20,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from knee.core import jsonio
 
@@ -44,7 +45,7 @@ class Derived:
     words)` -> the README's caveats it gives rise to, written with the README's number formats
     (knee.publish.readme.WORDS)."""
     key: str
-    derive: Callable[..., list]
+    derive: Callable[..., list[Any]]
     caveats: Callable[..., list[str]] | None = None
 
 
@@ -62,10 +63,10 @@ ROLES = (LOAD, SINGLE_STREAM)
 class Spec:
     name: str
     title: str  # the README title of its comparison rows
-    run: Callable[..., dict]  # run(target, cfg) -> {"instrument", "points", "warmup"}
-    schema: dict  # its config section, under instruments.<name>
+    run: Callable[..., dict[str, Any]]  # run(target, cfg) -> {"instrument", "points", "warmup"}
+    schema: dict[str, Any]  # its config section, under instruments.<name>
     # the points of its config a bar rule may name; None: no bar rule may name it
-    bar_points: Callable[[dict], list] | None = None
+    bar_points: Callable[[dict[str, Any]], list[Any]] | None = None
     pools: bool = False  # point "all": the decode rate p50 over every request of the window
     api: str | None = None  # the endpoint it always uses, whatever instruments.api says
     # each point is bracketed by scrapes of its own (prom_before, prom_after in its record): the
@@ -82,7 +83,7 @@ class Spec:
     acceptance: bool = False
     # the temperatures it samples at by itself (the probe's list), whatever instruments.sampling
     # says; None: it samples as instruments.sampling says (greedy where that is absent)
-    temperatures: Callable[[dict], list[float]] | None = None
+    temperatures: Callable[[dict[str, Any]], list[float]] | None = None
     # its prompts are random words (knee.core.prompts.exact_token_prompts), not text of a kind a
     # user sends: the README says its acceptance is the model's on such text
     random_prompts: bool = False
@@ -135,7 +136,7 @@ def _changed() -> None:
 
 
 @cache
-def config_schema() -> dict:
+def config_schema() -> dict[str, Any]:
     """The config schema as knee validates a config with it: the file's, with each registered
     instrument's section and the instruments a bar rule may name."""
     schema = copy.deepcopy(jsonio.schema_file("config"))

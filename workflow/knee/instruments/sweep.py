@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from knee.core import prompts
+from knee.instruments.ports import Axes, Target, Tokenize, View
 from knee.instruments.spec import LOAD, Figure, Spec
 
 SCHEMA = {
@@ -27,13 +28,14 @@ SCHEMA = {
 }
 
 
-def point_prompts(cfg: dict, tokenize, seed: int, concurrency: int, run: int) -> list[str]:
+def point_prompts(cfg: dict[str, Any], tokenize: Tokenize, seed: int, concurrency: int,
+                  run: int) -> list[str]:
     n = max(cfg["min_requests"], cfg["requests_per_stream"] * concurrency)
     return prompts.exact_token_prompts(tokenize, seed, f"sweep c{concurrency} r{run}", n,
                                        cfg["prompt_tokens"])
 
 
-def run(target, cfg: dict) -> dict:
+def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     sampling = target.sampling_params(cfg["output_tokens"])
     tokenize = target.tokenizer()
     warm = prompts.exact_token_prompts(tokenize, target.seed, "sweep warmup",
@@ -53,7 +55,7 @@ def run(target, cfg: dict) -> dict:
     return out
 
 
-def per_point_bars(ax, view, metric: str, ylabel: str) -> None:
+def per_point_bars(ax: Axes, view: View, metric: str, ylabel: str) -> None:
     """A sweep metric per concurrency point, both arms side by side, each pair's value marked,
     the candidate's change annotated, a dashed line where the candidate's k changes."""
     import pandas as pd
@@ -92,7 +94,7 @@ def per_point_bars(ax, view, metric: str, ylabel: str) -> None:
     ax.set_ylabel(ylabel)
 
 
-def draw_acceptance(ax, view) -> None:
+def draw_acceptance(ax: Axes, view: View) -> None:
     """Per-position acceptance rate of each session's sweep window, the threshold, the knee."""
     speculative = [w for w in view.table if w["speculation"] == "on" and w["instrument"] == "sweep"]
     windows = [w for w in speculative if w["per_position_rate"] is not None]

@@ -21,6 +21,7 @@ import struct
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -30,7 +31,7 @@ from knee.core.prompts import ENDPOINTS
 try:
     import uvloop
 except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio still works
-    uvloop = None
+    uvloop = None  # type: ignore[assignment]
 
 READ_SIZE = 1 << 16
 SO_TIMESTAMPNS = 35  # Linux: the receive time of the data, as a CLOCK_REALTIME timespec
@@ -107,6 +108,15 @@ class HTTPError(Exception):
 class _Stream:
     """One keep-alive HTTP/1.1 connection; one response at a time, parsed as it arrives."""
 
+    # the response being read (set by start): its head, status, framing, and what is buffered
+    head: bytes
+    status: int | None
+    chunked: bool
+    length: int | None
+    raw: bytes
+    body: bytes
+    need: int | None  # bytes left in this HTTP chunk
+
     def __init__(self, t0: float, sock: socket.socket | None = None, loop=None):
         self.t0, self.sock, self.loop = t0, sock, loop
         self.rec: Record | None = None
@@ -114,7 +124,8 @@ class _Stream:
         self.lost, self.keep, self.floor = False, True, 0.0
 
     @classmethod
-    async def connect(cls, loop, addr: tuple, t0: float) -> _Stream:
+    async def connect(cls, loop: Any, addr: tuple[Any, ...] | None, t0: float) -> _Stream:
+        assert addr is not None  # resolved wherever there is a prompt to send
         family, kind, proto, _, address = addr
         sock = socket.socket(family, kind, proto)
         try:
@@ -160,6 +171,7 @@ class _Stream:
 
     def readable(self) -> None:
         try:
+            assert self.sock is not None  # a stream reads only once connected
             data, anc, _, _ = self.sock.recvmsg(READ_SIZE, ANC_SIZE)
         except (BlockingIOError, InterruptedError):
             return
@@ -224,6 +236,7 @@ class _Stream:
         raw = self.raw + data if self.raw else data
         pos, end_all = 0, len(raw)
         rec, loads, find = self.rec, orjson.loads, raw.find
+        assert rec is not None  # data arrives only for a request started
         while pos < end_all:
             if self.need is None:  # at a chunk-size line
                 eol = find(b"\r\n", pos)
@@ -269,6 +282,7 @@ class _Stream:
         if self.body:
             payload, self.body = self.body + payload, b""
         *complete, self.body = payload.split(b"\n\n")
+        assert self.rec is not None  # data arrives only for a request started
         for ev in complete:
             if ev.startswith(b"data: ") and ev[6:] != b"[DONE]":
                 _apply_chunk(self.rec, orjson.loads(ev[6:]), now)

@@ -180,8 +180,8 @@ def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
     return LAUNCH[s.runtime.kind](s, model, engine_facts, python, engine_cpus)
 
 
-def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
-         snap_before: dict) -> None:
+def boot(s: Session, engine: Engine, facts: dict, arm_key: str | None, expected: dict | None,
+         snap_before: dict | None) -> None:
     """Start the engine, wait until it serves, and write the cache and boot receipts (an
     external server: wait until it answers; no compile cache is knee's to see)."""
     cache_before = receipts.compile_cache(s.cache_root) if s.runtime.compile_cache else None
@@ -190,14 +190,17 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str, expected: dict,
     boot_s = engine.wait_healthy(s.rt["boot_timeout_s"])
     pair_arm = {"pair": s.info["pair"], "arm": s.info["arm"]}
     hardware = receipts.hardware()
-    if gpu.ids(s.rt):
-        hardware["nvml"] = gpu.facts(gpu.nvml(), gpu.ids(s.rt))
+    if gpus := gpu.ids(s.rt):
+        hardware["nvml"] = gpu.facts(gpu.nvml(), gpus)
     if s.runtime.child_process:
+        assert engine.proc is not None  # started: wait_healthy returned
         facts = {**facts, "listening": listening.check(
             engine.proc.pid, s.rt["host"], engine.port, s.rt.get("internal_listeners"), s.sid)}
     if s.runtime.boots:  # the engine's log is knee's
         log = s.log.read_text(errors="replace")  # read once: the cache and the engine's settings
         if s.runtime.compile_cache:
+            # expect_cache set them wherever the runtime boots
+            assert arm_key is not None and expected is not None and snap_before is not None
             cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before, log)
         facts = {**facts, "engine_resolved": resolved.read(log)}
     if temperatures := instruments.sampled_temperatures(s.plan["instruments"]):
@@ -271,8 +274,8 @@ def preflight(plan: Plan, arm_name: str) -> None:
         raise KneeError(f"the {arm_name} arm's secret_env: ${missing[0]} is not set in "
                                "knee's environment; nothing was booted")
     places.check_cpus(plan["runtime"].get("engine_cpus"), "plan.json")
-    if gpu.ids(plan["runtime"]):
-        gpu.facts(gpu.nvml(), gpu.ids(plan["runtime"]))  # NVML answers for every GPU named
+    if gpus := gpu.ids(plan["runtime"]):
+        gpu.facts(gpu.nvml(), gpus)  # NVML answers for every GPU named
     if not plan["model"]["generated"]:
         places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
 
@@ -339,7 +342,8 @@ def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: d
                     spec.api or shared["api"], sid, shared.get("sampling"),
                     bool(shared.get("stop_at_eos")))
     before = first_scrape(engine, f"{name} window")
-    pgid = engine.proc.pid if getattr(engine, "proc", None) else None
+    proc = getattr(engine, "proc", None)
+    pgid = proc.pid if proc else None
     gpus = gpu.ids(plan["runtime"])
     with hostspeed.Sampler(sorted(os.sched_getaffinity(0) | set(engine_cpus or []))) as speed, \
             (gpu.Sampler(gpus) if gpus else nullcontext()) as clocks:
@@ -355,7 +359,7 @@ def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: d
             "cpu_speed_during": speed.during(started, ended),
             "cpu_speed_series": speed.series(started, ended),
             "engine_processes": hostfacts.group_window(group_before, group_after, took),
-            **({"gpu_during": clocks.during(started, ended)} if gpus else {})}
+            **({"gpu_during": clocks.during(started, ended)} if clocks is not None else {})}
     after = endpoint.scrape(engine.metrics_url)
     engine.check_alive(f"{name} window")
     files = rawfiles.window(out, name)  # a new session's: compressed

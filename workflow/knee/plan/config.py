@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -193,9 +195,9 @@ def measured_sha256(config: dict) -> str:
     return sha256_of({**kept, "runtime": measured_runtime(config.get("runtime") or {})})
 
 
-def measured_runtime(runtime: dict) -> dict:
-    """The runtime settings a session's measurement depends on (not where it runs)."""
-    return {k: v for k, v in runtime.items() if k != "session_resources"}
+def measured_runtime(rt: Mapping[str, Any]) -> dict:
+    """The runtime section's settings a session's measurement depends on (not where it runs)."""
+    return {k: v for k, v in rt.items() if k != "session_resources"}
 
 
 def plan_config(config: dict, source: str, repo: Path | str) -> tuple[dict, Plan]:
@@ -205,25 +207,25 @@ def plan_config(config: dict, source: str, repo: Path | str) -> tuple[dict, Plan
     return checked, make_plan(checked, source) | {"workflow": workflow_commit(repo)}
 
 
-def make_plan(config: dict, config_path: str = "config") -> Plan:
-    check_servers(config, config_path)
-    check_no_credential(config, config_path)
-    configfile.check_reserved(config["name"], config_path)
+def make_plan(config: dict, source: str = "config") -> Plan:
+    check_servers(config, source)
+    check_no_credential(config, source)
+    configfile.check_reserved(config["name"], source)
     arms = resolve_arms(config)
-    check_argv(arms, config_path)
-    check_one_variable(arms, config["variable"], config_path)
-    check_bar(config, config_path)
-    check_depths(config, arms, config_path)
-    check_engine(config, arms, config_path)
-    models.check_served(config, arms, config_path)
-    places.check(config, config_path)
+    check_argv(arms, source)
+    check_one_variable(arms, config["variable"], source)
+    check_bar(config, source)
+    check_depths(config, arms, source)
+    check_engine(config, arms, source)
+    models.check_served(config, arms, source)
+    places.check(config, source)
     lo, hi = stopping.bounds(config["protocol"]["pairs"])
     if lo > hi:
-        raise KneeError(f"{config_path}: protocol.pairs: min {lo} is more than max {hi}")
-    prediction = prediction_ref(config["prediction"], config_path) \
+        raise KneeError(f"{source}: protocol.pairs: min {lo} is more than max {hi}")
+    prediction = prediction_ref(config["prediction"], source) \
         if "prediction" in config else None
-    calibration = adjust.calibration_ref(config, model_ref(config), config_path)
-    return plan_of(config, config_path, prediction, calibration)
+    calibration = adjust.calibration_ref(config, model_ref(config), source)
+    return plan_of(config, source, prediction, calibration)
 
 
 def check_no_credential(config: dict, source: str) -> None:
@@ -238,7 +240,7 @@ def check_no_credential(config: dict, source: str) -> None:
                         "environment")
 
 
-def plan_of(config: dict, config_path: str, prediction: dict | None = None,
+def plan_of(config: dict, source: str, prediction: dict | None = None,
             calibration: dict | None = None) -> Plan:
     """The plan of a checked config (no check, nothing read: the audit re-makes a folder's
     plan from its copy of the config with it); `prediction` is the registered reference of a
@@ -251,7 +253,7 @@ def plan_of(config: dict, config_path: str, prediction: dict | None = None,
         "name": config["name"],
         "question": config.get("question", ""),
         **({"license": config["license"]} if "license" in config else {}),
-        "config_file": config_path,
+        "config_file": source,
         "config_sha256": measured_sha256(config),
         "variable": config["variable"],
         "arms": resolve_arms(config),
@@ -372,6 +374,32 @@ def model_args(config: dict) -> str:
     return out + (" --no-weights" if g.get("weights") is False else "")
 
 
+# the engine's parallel sizes: one engine spans their product of GPUs
+PARALLEL = ("tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size")
+
+
+def check_parallel(gpus: list[int], arms: Mapping[str, Any], source: str) -> None:
+    """Each arm's engine spans exactly the GPUs runtime.gpus names, each named once: vLLM would
+    otherwise leave some idle, or fail only after the boot has begun."""
+    if twice := sorted({g for g in gpus if gpus.count(g) > 1}):
+        raise KneeError(f"{source}: runtime.gpus: {gpus!r}: GPU {twice[0]} is named twice")
+    for arm, server in arms.items():
+        args = server.get("args", {})
+        sizes = {k: args.get(k, 1) for k in PARALLEL}
+        if not all(type(v) is int and v >= 1 for v in sizes.values()):
+            bad = next(k for k, v in sizes.items() if not (type(v) is int and v >= 1))
+            raise KneeError(f"{source}: arms.{arm}: args.{bad}: {sizes[bad]!r} is not a "
+                            "whole number of GPUs (1 or more)")
+        span = math.prod(sizes.values())
+        if span != len(gpus):
+            said = " × ".join(f"{k} {v}" for k, v in sizes.items() if k in args) or \
+                "tensor-parallel-size 1 (vLLM's default)"
+            raise KneeError(
+                f"{source}: arms.{arm}: the engine spans {span} GPU(s) ({said}) but "
+                f"runtime.gpus names {len(gpus)} ({gpus!r}): set "
+                f"server.args.tensor-parallel-size: {len(gpus)}, or name {span} GPU(s)")
+
+
 def check_engine(config: dict, arms: dict, source: str) -> None:
     """A config-only model is served by an engine that draws its weights (load-format dummy);
     an engine environment and GPUs belong to the process runtime."""
@@ -385,6 +413,8 @@ def check_engine(config: dict, arms: dict, source: str) -> None:
             isinstance(gpus, list) and gpus and all(type(g) is int for g in gpus)):
         raise KneeError(f"{source}: runtime.gpus: {gpus!r}: the process runtime takes a list of "
                         "GPU ids, e.g. [0] (CUDA_VISIBLE_DEVICES)")
+    if runtime.gpu_ids and gpus:
+        check_parallel(gpus, arms, source)
     if config["model"].get("generate", {}).get("weights") is False:
         for arm, server in arms.items():
             if server.get("args", {}).get("load-format") != "dummy":

@@ -6,6 +6,9 @@ plan layer, so that the rules and the publishing code read it without importing 
 
 A new runtime: a `Runtime` here, its module under knee/measure/runtime/ with a launch function
 in knee.measure.session.LAUNCH, and its config section in workflow/schemas/config.schema.yaml.
+
+One name each, everywhere: `rt` is a plan's (or config's) runtime section, the dict under
+`runtime:`; `runtime` is the `Runtime` it names (`of(plan)`, `of_section(rt)`).
 """
 
 from __future__ import annotations
@@ -58,6 +61,6 @@ def of(plan_or_config: Mapping[str, Any]) -> Runtime:
     return of_section(plan_or_config["runtime"])
 
 
-def of_section(runtime: dict) -> Runtime:
+def of_section(rt: Mapping[str, Any]) -> Runtime:
     """The runtime a config's runtime section names."""
-    return RUNTIMES[runtime["kind"]]
+    return RUNTIMES[rt["kind"]]

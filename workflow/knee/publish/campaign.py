@@ -17,7 +17,7 @@ from knee import instruments
 from knee.analyze.kmodel import session_k
 from knee.core import jsonio, layout
 from knee.core.records import Plan
-from knee.publish.comparison_md import ci, pctf
+from knee.publish.numbers import ci, pctf
 
 
 def arm_label(plan: Plan, arm: str, c: int | None = None) -> str:

@@ -1,31 +1,12 @@
 """The comparison and the bar as Markdown (comparison.md, and what `knee compare` prints of an
-invalid comparison), and the number formats every report of them shares."""
+invalid comparison), in the number formats of knee.publish.numbers."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-
-def fmt(x) -> str:
-    """Two decimals, or four significant digits for small values (TTFT in seconds)."""
-    if x is None:
-        return "–"
-    return f"{x:.4g}" if abs(x) < 10 else f"{x:.2f}"
-
-
-def pctf(x) -> str:
-    return "–" if x is None else f"{x:+.2f}%"
-
-
-def ci(interval) -> str:
-    return "–" if not interval else f"{interval[0]:+.1f}% … {interval[1]:+.1f}%"
-
-
-def level(r: dict) -> str:
-    """What an interval resampled, in a few words: over boot pairs or within one pair."""
-    where = "over boot pairs" if r["interval_level"] == "boot pairs" else "within the pair"
-    return f"{100 * r['confidence']:g}% {where}"
+from knee.publish.numbers import ci, fmt, level, pctf
 
 
 def comparison_markdown(comparison: Mapping[str, Any], bar: dict | None = None) -> str:

@@ -19,21 +19,12 @@ from knee import instruments
 from knee.analyze import kmodel
 from knee.analyze.stats import mean
 from knee.core.records import Plan
+from knee.publish.numbers import effect_label
 
 # the rc settings that make an SVG byte-identical from run to run (Any: matplotlib types its
 # keys as literals)
 STABLE: Any = {"svg.hashsalt": "knee", "svg.fonttype": "none", "font.size": 9}
 COLORS = {"control": "#888888", "candidate": "#22aa77"}
-
-
-def effect_label(row: dict | None) -> str:
-    """The effect over boot pairs with its interval: a bar's height never stands alone."""
-    if row is None or row["delta_pct"] is None:
-        return ""
-    if not row["interval"]:
-        return f"{row['delta_pct']:+.1f}%\n(1 pair)"
-    lo, hi = row["interval"]
-    return f"{row['delta_pct']:+.1f}%\n[{lo:+.0f}, {hi:+.0f}]"
 
 
 @dataclass(frozen=True)

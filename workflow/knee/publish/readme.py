@@ -18,7 +18,7 @@ from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.summary import order_name
 from knee.publish import mdtext
-from knee.publish.comparison_md import ci, fmt, level, pctf
+from knee.publish.numbers import ci, fmt, level, pctf
 from knee.publish.templating import templates
 
 

@@ -9,8 +9,8 @@ from typing import Any
 from knee import instruments
 from knee.core import layout
 from knee.core.records import Plan
-from knee.publish.comparison_md import fmt, pctf
 from knee.publish.figures import COLORS, STABLE, plt, save
+from knee.publish.numbers import fmt, interval_text, pctf
 from knee.publish.readme import workload_caveats
 
 J = "recommendation.json"
@@ -18,12 +18,6 @@ J = "recommendation.json"
 
 def link(value: str, pointer: str) -> str:
     return f"[{value}]({J}#/{pointer})"
-
-
-def interval_text(iv, pct: bool = False) -> str:
-    if not iv:
-        return "n/a"
-    return f"{pctf(iv[0])} … {pctf(iv[1])}" if pct else f"{iv[0]:.0f} … {iv[1]:.0f}"
 
 
 def refused_text(rec: Mapping[str, Any]) -> str:
@@ -98,7 +92,7 @@ def fit_lines(rec: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def knee_lines(rec: Mapping[str, Any]) -> list[str]:
+def throughput_knee_lines(rec: Mapping[str, Any]) -> list[str]:
     out = []
     for arm, k in rec["knees"].items():
         what = (f"c ≈ {fmt(k['knee'])} (slope {fmt(k['slope_before'])} then "
@@ -128,7 +122,7 @@ def readme(rec: Mapping[str, Any], plan: Plan) -> str:
              f"experiment=results/{rec['experiment']}/{layout.VERIFY}` "
              "([verify.yaml](verify.yaml)).", "", "![predicted throughput per k](recommend.png)",
              "", "## Best k per concurrency", "", *schedule_lines(rec), "",
-             "## Throughput knee and crossover", "", *knee_lines(rec), "",
+             "## Throughput knee and crossover", "", *throughput_knee_lines(rec), "",
              "## Acceptance", "", *acceptance_lines(rec), "",
              "## Ceiling model (lowest concurrency)", "", *ceiling_lines(rec), "",
              "## How well the model fits what was measured", "", *fit_lines(rec), "",
@@ -164,10 +158,10 @@ def figure(rec: Mapping[str, Any], stem: Path) -> None:
             ax.scatter([m["concurrency"] for m in pts], [m["measured"] for m in pts],
                        color=COLORS[arm], edgecolor="black", zorder=3, s=28,
                        label=f"{arm} measured")
-            knee = rec["knees"][arm]["knee"]
-            if knee is not None:
-                ax.axvline(knee, color=COLORS[arm], ls=":", lw=1)
-                ax.text(knee, ax.get_ylim()[0], f" {arm} knee", rotation=90, fontsize=7,
+            throughput_knee = rec["knees"][arm]["knee"]
+            if throughput_knee is not None:
+                ax.axvline(throughput_knee, color=COLORS[arm], ls=":", lw=1)
+                ax.text(throughput_knee, ax.get_ylim()[0], f" {arm} knee", rotation=90, fontsize=7,
                         va="bottom", color=COLORS[arm])
         x = rec["crossover"]["concurrency"]
         if x is not None:

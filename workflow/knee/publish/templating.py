@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 
 from knee.publish import mdtext
-from knee.publish.comparison_md import ci, fmt, level, pctf
+from knee.publish.numbers import ci, fmt, level, pctf
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 

@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from knee.core.errors import KneeError
 from knee.core.records import Plan
@@ -133,7 +134,7 @@ class Container(Served):
     shm_size: str | None = None
     cpus: list[int] | None = None
     name: str | None = None
-    container: object = None
+    container: Any = None
     _follower: threading.Thread | None = field(default=None, repr=False)
 
     def run_spec(self) -> dict:

@@ -74,6 +74,10 @@ class Served:
     port: int
     log: Path
 
+    def exited(self) -> int | None:
+        """None while it runs, else its exit status (each runtime's own)."""
+        raise NotImplementedError
+
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
@@ -105,9 +109,10 @@ def tokenizer(base_url: str, model: str, check_alive: Callable[[str], None] | No
                                                         "add_special_tokens": False})
             r.raise_for_status()
         except httpx.HTTPError as e:
-            for _ in range(10 if check_alive else 0):  # a dying engine drops connections
-                check_alive("tokenization of a prompt set")  # before its exit is visible
-                time.sleep(0.3)
+            if check_alive is not None:  # a dying engine drops connections before its
+                for _ in range(10):  # exit is visible
+                    check_alive("tokenization of a prompt set")
+                    time.sleep(0.3)
             raise EngineDied(f"cannot tokenize at {base_url}/tokenize: {e}") from None
         return r.json()["tokens"]
 

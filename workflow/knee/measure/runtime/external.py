@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -18,8 +17,7 @@ class External(Served):
 
     def __init__(self, url: str, metrics_url: str | None, log: Path):
         self.url = url.rstrip("/")
-        parts = urlsplit(self.url)
-        self.host, self.port, self.log = parts.hostname, parts.port, log
+        self.log = log  # base_url is the server's URL: no host or port of its own
         self._metrics_url = metrics_url
         self.lost: str | None = None
 

@@ -152,8 +152,8 @@ def launch(s, model: dict, engine_facts: dict, python: str,
     port = s.rt.get("port") or endpoint.free_port(s.rt["host"])
     env = {**(s.rt.get("engine") or {}).get("env", {}), **s.arm.get("env", {}),
            "VLLM_CACHE_ROOT": str(s.cache_root)}
-    if gpu.ids(s.rt):
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu.ids(s.rt)))
+    if gpus := gpu.ids(s.rt):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
     # knee's own environment is not the engine's: an exported HF_TOKEN or VLLM_* would change
     # it unrecorded; it gets the names in INHERITED, the config's env and its secret_env
     inherited = {k: os.environ[k] for k in INHERITED if k in os.environ}
