@@ -117,3 +117,24 @@ def test_only_the_process_runtimes_gpu_ids_reach_nvml():
     assert gpu.ids({"kind": "docker", "gpus": "all"}) is None
     assert gpu.ids({"kind": "docker", "gpus": [0]}) is None
     assert gpu.ids({"kind": "process"}) is None
+
+
+def test_a_gpu_the_host_lacks_is_refused_before_any_boot_with_what_it_has():
+    """runtime.gpus [0, 2] on a host with two GPUs: NVML has no GPU 2, and the refusal says what
+    the host has (two GPUs of a tensor-parallel pair, the second misnumbered)."""
+    import pytest
+
+    from knee.core.errors import KneeError
+
+    lib = fake_nvml()
+
+    def handle(i):
+        if i >= 2:
+            raise NVMLError("Invalid Argument")
+        return f"h{i}"
+
+    lib.nvmlDeviceGetHandleByIndex, lib.nvmlDeviceGetCount = handle, lambda: 2
+    assert [f["index"] for f in gpu.facts(lib, [0, 1])] == [0, 1]
+    with pytest.raises(KneeError, match=r"runtime.gpus: GPU 2: this host has 2 GPU\(s\), ids 0 "
+                                        r"to 1 \(NVML: Invalid Argument\); nothing was booted"):
+        gpu.facts(lib, [0, 2])

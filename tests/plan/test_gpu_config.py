@@ -50,6 +50,34 @@ def test_the_process_runtime_takes_gpu_ids_only(gpus):
         config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
 
 
+def test_a_tensor_parallel_engine_spans_exactly_the_gpus_it_is_given():
+    """runtime.gpus [0, 1] with server.args.tensor-parallel-size 2 plans one engine over both;
+    a size that does not match the GPUs named, or a GPU named twice, is refused at the plan."""
+    cfg = h200()
+    cfg["runtime"]["gpus"] = [0, 1]
+    with pytest.raises(KneeError, match=r"x.yaml: arms.control: the engine spans 1 GPU\(s\) "
+                                        r"\(tensor-parallel-size 1 \(vLLM's default\)\) but "
+                                        r"runtime.gpus names 2 \(\[0, 1\]\): set "
+                                        r"server.args.tensor-parallel-size: 2, or name 1 GPU"):
+        config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
+    cfg["server"]["args"]["tensor-parallel-size"] = 2
+    plan = config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
+    assert plan["arms"]["candidate"]["args"]["tensor-parallel-size"] == 2
+    cfg["server"]["args"]["pipeline-parallel-size"] = 2
+    with pytest.raises(KneeError, match=r"spans 4 GPU\(s\) \(tensor-parallel-size 2 × "
+                                        r"pipeline-parallel-size 2\) but runtime.gpus names 2"):
+        config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
+    del cfg["server"]["args"]["pipeline-parallel-size"]
+    cfg["runtime"]["gpus"] = [1, 1]
+    with pytest.raises(KneeError, match=r"runtime.gpus: \[1, 1\]: GPU 1 is named twice"):
+        config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
+    cfg["runtime"]["gpus"] = [0, 1]
+    cfg["server"]["args"]["tensor-parallel-size"] = "2"
+    with pytest.raises(KneeError, match=r"arms.control: args.tensor-parallel-size: '2' is not a "
+                                        r"whole number of GPUs"):
+        config.make_plan(config.validate(cfg, "x.yaml"), "x.yaml")
+
+
 @pytest.mark.parametrize(("python", "expect"), [
     ("resources/engine-venv/bin/python", r"runtime.engine.python: .* does not match"),
     ("/usr/bin/python3 -c 'import os'", r"runtime.engine.python: .* does not match")])

@@ -166,3 +166,17 @@ def test_the_readme_shows_what_each_session_used_when_its_stop_receipt_says():
     assert "| [312](receipts/1-control-stop.json#/resources/wall_s), 180 / 2302 MiB |" in text
     assert "170 / n/a (in its container)" in text
     assert "| 1-candidate | " in text and " | – | " in text  # a receipt without the figures
+
+
+def test_a_folder_still_being_measured_is_called_unfinished(results):
+    """Measured in part (a lease of a GPU host ended): the audit says how far it got and what
+    measures the rest, not which file it met missing first; nothing is published yet."""
+    (results / "MANIFEST.sha256").unlink()
+    for path in [*(results / "receipts").glob("3-*"), results / "raw" / "3-candidate",
+                 results / "raw" / "3-control"]:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    r = run_knee("audit", str(results), timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (f"{results}: unfinished: 4 of 6 sessions measured (the last: 2-control)" in r.stderr
+            and "`snakemake --configfile config/config.yaml` measures the rest" in r.stderr), \
+        r.stderr

@@ -11,6 +11,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from knee.core.errors import KneeError
@@ -27,14 +28,14 @@ READINGS = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "utiliz
             "memory_utilization_pct")
 
 
-def ids(runtime: dict) -> list[int] | None:
-    """The GPUs knee reads through NVML: the process runtime's runtime.gpus (device ids).
-    None for every other runtime (docker's gpus is the container's request, "all" or a count)
-    and where no GPU is named: then no GPU code runs."""
-    gpus = runtime.get("gpus")
+def ids(rt: Mapping[str, Any]) -> list[int] | None:
+    """The GPUs knee reads through NVML: the process runtime's runtime.gpus (device ids), from
+    the runtime section `rt`. None for every other runtime (docker's gpus is the container's
+    request, "all" or a count) and where no GPU is named: then no GPU code runs."""
+    gpus = rt.get("gpus")
     if not (isinstance(gpus, list) and gpus):
         return None
-    return list(gpus) if runtimes.of_section(runtime).gpu_ids else None
+    return list(gpus) if runtimes.of_section(rt).gpu_ids else None
 
 
 def nvml():
@@ -73,7 +74,11 @@ def facts(lib, ids: list[int]) -> list[dict]:
         try:
             h = lib.nvmlDeviceGetHandleByIndex(i)
         except lib.NVMLError as e:
-            raise KneeError(f"runtime.gpus: GPU {i}: {e}") from None
+            count = _ask(lib, "nvmlDeviceGetCount")
+            has = f"this host has {count} GPU(s), ids 0 to {count - 1}" if count else \
+                "NVML counts no GPU on this host"
+            raise KneeError(f"runtime.gpus: GPU {i}: {has} (NVML: {e}); nothing was "
+                            "booted") from None
         mem = _ask(lib, "nvmlDeviceGetMemoryInfo", h)
         limit = _ask(lib, "nvmlDeviceGetPowerManagementLimit", h)
         mig = _ask(lib, "nvmlDeviceGetMigMode", h)

@@ -114,6 +114,21 @@ LIMITS = (
     "(the git note).")
 
 
+def check_finished(root: Path, plan: Plan) -> None:
+    """A folder still being measured (over several leases of a GPU host, say) has published
+    nothing yet: said as such, with how far it got, rather than as its first missing file. A
+    published folder (it has a manifest) that lacks a session is audited, and the session named."""
+    if (root / layout.MANIFEST).exists() or not isinstance(plan["protocol"]["pairs"], int):
+        return  # stopping by precision: realized.json says how many pairs ran
+    planned = [s["id"] for s in plan["protocol"]["sessions"]]
+    done = [sid for sid in planned if (root / layout.receipt(sid, "stop")).is_file()]
+    if len(done) < len(planned):
+        raise KneeError(
+            f"{root}: unfinished: {len(done)} of {len(planned)} sessions measured (the last: "
+            f"{done[-1] if done else 'none'}); it publishes nothing to audit until its last "
+            f"session: `snakemake --configfile {plan['config_file']}` measures the rest")
+
+
 def audit(root: Path) -> list[str]:
     """Everything that disagrees, as lines naming the file and the field; empty if all agree."""
     return examine(root)[0]
@@ -125,6 +140,7 @@ def examine(root: Path) -> tuple[list[str], list[str]]:
     if unreadable := folderscan.problems(root):
         return unreadable, []
     plan = jsonio.read(root / layout.PLAN, "plan")
+    check_finished(root, plan)
     loaded = load_sessions(plan, root)
     order = [(s["id"], loaded[(s["pair"], s["arm"])]) for s in realized_sessions(plan, root)]
     problems, notes = check_sessions(root, plan, order)
