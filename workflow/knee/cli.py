@@ -138,7 +138,7 @@ def cmd_acceptance(args) -> int:
 
 def cmd_compare(args) -> int:
     from knee.analyze import compare
-    from knee.publish.comparison_md import comparison_markdown
+    from knee.publish.templating import comparison_markdown
 
     plan = jsonio.read(args.plan, "plan")
     result = compare.compare(plan, load_sessions(plan, args.plan.parent,
@@ -206,13 +206,11 @@ def cmd_bar(args) -> int:
     comparison = jsonio.read(args.comparison, "comparison")
     bar = judge_plan(plan, comparison, [jsonio.read(p, "boot") for p in args.boots])
     jsonio.write(args.out, "bar", bar)
+    from knee.publish import templating
+
     if args.out_md:
-        from knee.publish.comparison_md import comparison_markdown
-
-        jsonio.atomic_write_text(args.out_md, comparison_markdown(comparison, bar))
+        jsonio.atomic_write_text(args.out_md, templating.comparison_markdown(comparison, bar))
     if args.out_html:
-        from knee.publish import templating
-
         jsonio.atomic_write_text(args.out_html, templating.verdict_html(comparison, bar))
     print(f"bar {bar['verdict']}: " + "; ".join(f"{r['rule']} {r['verdict']}"
                                                  for r in bar["rules"]), file=sys.stderr)

@@ -17,7 +17,7 @@ from knee import instruments
 from knee.analyze.kmodel import session_k
 from knee.core import jsonio, layout
 from knee.core.records import Plan
-from knee.publish.numbers import ci, pctf
+from knee.publish.templating import markdown
 
 
 def arm_label(plan: Plan, arm: str, c: int | None = None) -> str:
@@ -31,16 +31,14 @@ def arm_label(plan: Plan, arm: str, c: int | None = None) -> str:
     return "off" if k == 0 else f"k={k}"
 
 
-def winner(plan: Plan, row: dict | None, c: int | None) -> str:
+def winner(plan: Plan, row: dict | None, c: int | None) -> dict | None:
+    """Which arm's k won at c (`who`: its label, or None when the interval spans zero), with
+    the row over pairs; None where the point has no interval."""
     if row is None or row.get("interval") is None:
-        return "not measured"
+        return None
     lo, hi = row["interval"]
-    effect = f"{pctf(row['delta_pct'])} [{ci(row['interval'])}]"
-    if lo > 0:
-        return f"**{arm_label(plan, 'candidate', c)}** {effect}"
-    if hi < 0:
-        return f"**{arm_label(plan, 'control', c)}** {effect}"
-    return f"cannot tell {effect}"
+    who = "candidate" if lo > 0 else "control" if hi < 0 else None
+    return {"who": who and arm_label(plan, who, c), "row": row}
 
 
 def across(comparison: Mapping[str, Any], instrument: str, metric: str, point) -> dict | None:
@@ -57,74 +55,41 @@ def load(root: Path) -> dict:
             "recommend": jsonio.read(rec, "recommendation") if rec.is_file() else None}
 
 
-def experiment_lines(exps: list[dict], here: Path) -> list[str]:
-    out = ["| experiment | control | candidate | pairs | bar | recommended |",
-           "|---|---|---|---:|---|---|"]
-    for e in exps:
-        plan, rec = e["plan"], e["recommend"]
-        link = os.path.relpath(e["root"], here)
-        said = ("–" if rec is None else
-                f"[{rec['schedule']}]({link}/recommend/README.md)"
-                if rec["status"] == "recommended" else
-                f"[refused]({link}/recommend/README.md): {rec['reason']}")
-        out.append(f"| [{plan['name']}]({link}/README.md) | {arm_label(plan, 'control')} | "
-                   f"{arm_label(plan, 'candidate')} | {e['bar']['pairs']} | "
-                   f"{e['bar']['verdict']} | {said} |")
-    return out
-
-
-def winner_lines(exps: list[dict]) -> list[str]:
+def winners(exps: list[dict]) -> list[dict]:
+    """The table's rows: the single-stream decode, then throughput at every concurrency any
+    experiment swept; a cell per experiment."""
     load, single = instruments.role(instruments.LOAD), instruments.role(instruments.SINGLE_STREAM)
     points = sorted({c for e in exps if load in e["plan"]["instruments"]
                      for c in e["plan"]["instruments"][load]["concurrency"]})
-    head = "| | " + " | ".join(e["plan"]["name"] for e in exps) + " |"
-    out = [head, "|---|" + "---|" * len(exps)]
-    cells = [winner(e["plan"], across(e["comparison"], single, "decode_rate_p50", "all"), 1)
-             for e in exps]
-    out.append(f"| single-stream decode ({single}) | " + " | ".join(cells) + " |")
-    for c in points:
-        cells = [winner(e["plan"], across(e["comparison"], load, "throughput", c), c)
-                 for e in exps]
-        out.append(f"| throughput at c={c} | " + " | ".join(cells) + " |")
-    return out
+    rows = [{"what": f"single-stream decode ({single})",
+             "cells": [winner(e["plan"], across(e["comparison"], single, "decode_rate_p50",
+                                                "all"), 1) for e in exps]}]
+    return rows + [{"what": f"throughput at c={c}",
+                    "cells": [winner(e["plan"], across(e["comparison"], load, "throughput", c),
+                                     c) for e in exps]} for c in points]
 
 
-def summary_lines(exps: list[dict]) -> list[str]:
+def won(e: dict) -> dict[str, list[str]]:
     """Per experiment: where each arm's k won and where the run cannot tell."""
-    out, load = [], instruments.role(instruments.LOAD)
-    for e in exps:
-        plan = e["plan"]
-        conc = plan["instruments"].get(load, {}).get("concurrency", [])
-        won: dict[str, list[str]] = {}
-        for c in conc:
-            row = across(e["comparison"], load, "throughput", c)
-            if row is None or row.get("interval") is None:
-                continue
-            lo, hi = row["interval"]
-            who = (arm_label(plan, "candidate", c) + " won" if lo > 0 else
-                   arm_label(plan, "control", c) + " won" if hi < 0 else "cannot tell")
-            won.setdefault(who, []).append(f"c={c}")
-        said = "; ".join(f"{who} at {', '.join(cs)}" for who, cs in won.items())
-        out.append(f"- {plan['name']} ({arm_label(plan, 'control')} against "
-                   f"{arm_label(plan, 'candidate')}), throughput: {said or f'no {load}'}.")
+    plan, load = e["plan"], instruments.role(instruments.LOAD)
+    out: dict[str, list[str]] = {}
+    for c in plan["instruments"].get(load, {}).get("concurrency", []):
+        w = winner(plan, across(e["comparison"], load, "throughput", c), c)
+        if w is not None:
+            out.setdefault(f"{w['who']} won" if w["who"] else "cannot tell", []).append(f"c={c}")
     return out
 
 
 def render(roots: list[Path], out: Path) -> str:
+    """The campaign README (templates/campaign.md.j2), its links relative to `out`."""
     exps = [load(Path(r)) for r in roots]
-    here = Path(out).parent
-    names = ", ".join(e["plan"]["name"] for e in exps)
-    return "\n".join([
-        f"# Campaign: {names}", "",
-        "Which k wins at which concurrency, one experiment per column. A cell names the arm "
-        "whose k won, with the candidate's change against the control and its 95% interval "
-        "over boot pairs; \"cannot tell\" when that interval spans zero. Each experiment "
-        "changed one variable; cells of different experiments were measured in different "
-        "boots and compare only through their own controls.", "",
-        *winner_lines(exps), "", "## The experiments", "", *experiment_lines(exps, here), "",
-        "## In words", "", *summary_lines(exps), "",
-        "Throughput is output tokens per second of wall time; the single-stream figure is the "
-        "fixture's decode rate p50.", ""])
+    for e in exps:
+        plan = e["plan"]
+        e.update(name=plan["name"], link=os.path.relpath(e["root"], Path(out).parent),
+                 control=arm_label(plan, "control"), candidate=arm_label(plan, "candidate"),
+                 won=won(e))
+    return markdown("campaign.md.j2", exps=exps, winners=winners(exps),
+                    load=instruments.role(instruments.LOAD))
 
 
 def write(roots: list[Path], out: Path) -> None:

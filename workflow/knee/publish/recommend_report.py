@@ -10,127 +10,31 @@ from knee import instruments
 from knee.core import layout
 from knee.core.records import Plan
 from knee.publish.figures import COLORS, STABLE, plt, save
-from knee.publish.numbers import fmt, interval_text, pctf
 from knee.publish.readme import workload_caveats
-
-J = "recommendation.json"
-
-
-def link(value: str, pointer: str) -> str:
-    return f"[{value}]({J}#/{pointer})"
+from knee.publish.templating import markdown
 
 
-def refused_text(rec: Mapping[str, Any]) -> str:
-    return (f"# {rec['experiment']}: no k recommendation\n\n"
-            f"**Refused:** {rec['reason']}.\n\n"
-            "A recommendation needs the sweep at three or more concurrencies, the acceptance "
-            "counters of an arm that drafts at one horizon at every batch size, and two "
-            "different k measured at two or more concurrencies (both arms count), so that the "
-            "step time can be separated from k.\n")
-
-
-def schedule_lines(rec: Mapping[str, Any]) -> list[str]:
+def best_rows(rec: Mapping[str, Any]) -> list[dict]:
+    """Each concurrency's best k with the prediction it names (`at`: its index in
+    predictions) and the best fixed k's predicted throughput there."""
     preds = {(p["concurrency"], p["k"]): (i, p) for i, p in enumerate(rec["predictions"])}
     fixed = rec["best_fixed_k"]
-    out = [f"Among k = {', '.join(map(str, rec['allowed_ks']))} (the horizons measured and "
-           f"those between them); fixed k={fixed} is the best single k.", "",
-           "| concurrency | best k | chosen in resamples | predicted throughput (tok/s) | "
-           f"interval | at k={fixed} | gain over k={fixed} | schedule |",
-           "|---:|---:|---:|---:|---|---:|---|---:|"]
-    for j, b in enumerate(rec["best"]):
-        c, k = b["concurrency"], b["best_k"]
-        i, p = preds[(c, k)]
-        share = b["share_of_resamples"]
-        gain = (f"{link(pctf(b['gain_pct']), f'best/{j}/gain_pct')} "
-                f"({interval_text(b['interval'], pct=True)})" if k != fixed else "–")
-        held = "" if b["resolved"] else " (gain not resolved)"
-        out.append(
-            f"| {c} | {k} | {'n/a' if share is None else f'{100 * share:.0f}%'} | "
-            f"{link(fmt(p['throughput']), f'predictions/{i}/throughput')} | "
-            f"{interval_text(p['throughput_interval'])} | "
-            f"{fmt(preds[(c, fixed)][1]['throughput'])} | {gain} | "
-            f"{link(str(b['k']), f'best/{j}/k')}{held} |")
-    return out
-
-
-def acceptance_lines(rec: Mapping[str, Any]) -> list[str]:
-    a = rec["acceptance"]
-    rates = ", ".join(link(f"{100 * r:.2f}%", f"acceptance/per_position_rate/{i}")
-                      for i, r in enumerate(a["per_position_rate"]))
-    tokens = ", ".join(f"k={k}: {fmt(t)}" for k, t in enumerate(a["tokens_per_draft"]))
-    return [f"Per-position acceptance at k={a['horizon']} ({fmt(a['drafts'])} drafts over "
-            f"{len(a['windows'])} windows): {rates}.", "",
-            f"Tokens per drafted step (1 + a_1 + … + a_k): {tokens}."]
-
-
-def ceiling_lines(rec: Mapping[str, Any]) -> list[str]:
-    out = ["| k | step (ms) | tokens per step | modelled decode (tok/s) | ceiling at perfect "
-           "acceptance (tok/s) |", "|---:|---:|---:|---:|---:|"]
-    for i, c in enumerate(rec["ceiling"]):
-        out.append(f"| {c['k']} | {fmt(1000 * c['step_s'])} | {fmt(c['tokens_per_step'])} | "
-                   f"{fmt(c['modelled_decode_rate'])} | "
-                   f"{link(fmt(c['ceiling_decode_rate']), f'ceiling/{i}/ceiling_decode_rate')} |")
-    return out
-
-
-def fit_lines(rec: Mapping[str, Any]) -> list[str]:
-    m, e = rec["step_model"], rec["throughput_fit_error_pct"]
-    median = f"{e['median_abs']:.1f}%"
-    coef = ", ".join(f"{t}: {1000 * c:.4g} ms" for t, c in zip(m["terms"], m["coef"],
-                                                               strict=True))
-    out = [f"Step model over {m['observations']} (session, concurrency) points: {coef}; "
-           f"relative error rms {m['rms_rel_error_pct']:.1f}%, max "
-           f"{m['max_rel_error_pct']:.1f}%. Throughput at the measured points: median "
-           f"absolute error "
-           f"{link(median, 'throughput_fit_error_pct/median_abs')}, "
-           f"max {e['max_abs']:.1f}%.", "",
-           "| arm | concurrency | k | measured (tok/s) | model (tok/s) | error |",
-           "|---|---:|---:|---:|---:|---:|"]
-    for f in rec["measured"]:
-        out.append(f"| {f['arm']} | {f['concurrency']} | {f['k']} | {fmt(f['measured'])} | "
-                   f"{fmt(f['predicted'])} | {pctf(f['error_pct'])} |")
-    return out
-
-
-def throughput_knee_lines(rec: Mapping[str, Any]) -> list[str]:
     out = []
-    for arm, k in rec["knees"].items():
-        what = (f"c ≈ {fmt(k['knee'])} (slope {fmt(k['slope_before'])} then "
-                f"{fmt(k['slope_after'])} tok/s per stream)" if k["knee"] is not None
-                else f"none: {k['reason']}")
-        out.append(f"- {arm}: {what}")
-    x = rec["crossover"]
-    out.append(f"- crossover (k={x['k']} starts to win): "
-               + (f"c={x['concurrency']}" if x["concurrency"] is not None else "none")
-               + (f" ({x['reason']})" if x["reason"] else ""))
+    for b in rec["best"]:
+        at, p = preds[(b["concurrency"], b["best_k"])]
+        out.append({**b, "at": at, "predicted": p,
+                    "fixed_throughput": preds[(b["concurrency"], fixed)][1]["throughput"]})
     return out
 
 
 def readme(rec: Mapping[str, Any], plan: Plan) -> str:
+    """recommend/README.md (templates/recommend.md.j2): the recommendation, or why none."""
     if rec["status"] != "recommended":
-        return refused_text(rec)
-    sched = rec["speculative_config"]
-    bands = sched["num_speculative_tokens_per_batch_size"]
-    lines = [f"# {rec['experiment']}: which k at which load", "",
-             f"Recommended: `num_speculative_tokens_per_batch_size: {bands}` "
-             f"with `num_speculative_tokens: {sched['num_speculative_tokens']}` "
-             f"([{J}]({J}#/speculative_config)); the best fixed k is "
-             f"{link(str(rec['best_fixed_k']), 'best_fixed_k')}. Intervals: "
-             f"{rec['interval']['confidence']:.0%}, over {rec['interval']['resamples']} "
-             f"resamples of the {rec['interval']['pairs']} {rec['interval']['level']}.", "",
-             "Check it with the paired run it pre-registers: `snakemake --config "
-             f"experiment=results/{rec['experiment']}/{layout.VERIFY}` "
-             "([verify.yaml](verify.yaml)).", "", "![predicted throughput per k](recommend.png)",
-             "", "## Best k per concurrency", "", *schedule_lines(rec), "",
-             "## Throughput knee and crossover", "", *throughput_knee_lines(rec), "",
-             "## Acceptance", "", *acceptance_lines(rec), "",
-             "## Ceiling model (lowest concurrency)", "", *ceiling_lines(rec), "",
-             "## How well the model fits what was measured", "", *fit_lines(rec), "",
-             "## Method", "", rec["method"], "", rec["knee_method"], ""]
+        return markdown("recommend.md.j2", rec=rec)
     windows = [Path(w).name for w in rec["acceptance"]["windows"]]
     read = [n for n in instruments.names() if any(w.startswith(f"{n}.") for w in windows)]
-    said = workload_caveats(plan, read)
-    return "\n".join([*lines, "## Caveats", "", *[f"- {c}" for c in said], ""])
+    return markdown("recommend.md.j2", rec=rec, best=best_rows(rec), verify=layout.VERIFY,
+                    caveats=workload_caveats(plan, read))
 
 
 def figure(rec: Mapping[str, Any], stem: Path) -> None:

@@ -14,13 +14,12 @@ from typing import Any
 from knee.core import jsonio, layout
 from knee.core.records import Plan
 from knee.publish import figures, templating
-from knee.publish.comparison_md import comparison_markdown
 from knee.publish.evidence import diff
 
 
 def texts(root: Path, comparison: Mapping[str, Any], bar: dict) -> list[str]:
     problems = []
-    for name, text in ((layout.COMPARISON_MD, comparison_markdown(comparison, bar)),
+    for name, text in ((layout.COMPARISON_MD, templating.comparison_markdown(comparison, bar)),
                        (layout.VERDICT_HTML, templating.verdict_html(comparison, bar))):
         path = Path(root) / name
         if not path.is_file():

@@ -1,5 +1,7 @@
-"""knee's jinja2 templates (workflow/knee/templates), and the one page the comparison renders
-to HTML: the bar's verdicts and the comparison table (verdict.html, for the Snakemake report)."""
+"""knee's jinja2 templates (workflow/knee/templates): every page knee publishes is one, in the
+number formats of knee.publish.numbers. Here too the two pages of the comparison: comparison.md
+(the bar's verdicts and the comparison table, also what `knee compare` prints of an invalid
+comparison) and verdict.html (the same as one self-contained page, for the Snakemake report)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 import jinja2
 
 from knee.publish import mdtext
-from knee.publish.numbers import ci, fmt, level, pctf
+from knee.publish.numbers import ci, fmt, interval_text, level, pctf
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
@@ -21,7 +23,20 @@ def templates(html: bool) -> jinja2.Environment:
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters["pctf"] = pctf
     env.filters["md"], env.filters["code"] = mdtext.text, mdtext.code
+    env.globals.update(fmt=fmt, pctf=pctf, ci=ci, level=level, interval_text=interval_text)
     return env
+
+
+def markdown(template: str, **context: Any) -> str:
+    """A Markdown page from its template (escaping is the template's: `md` and `code`)."""
+    return templates(html=False).get_template(template).render(**context)
+
+
+def comparison_markdown(comparison: Mapping[str, Any], bar: Mapping[str, Any] | None = None
+                        ) -> str:
+    """comparison.md: the validation, the bar's verdicts when given, and every row (or every
+    mismatch of an invalid comparison)."""
+    return markdown("comparison.md.j2", comparison=comparison, bar=bar)
 
 
 def verdict_html(comparison: Mapping[str, Any], bar: dict) -> str:
