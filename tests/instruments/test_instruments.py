@@ -137,8 +137,9 @@ def test_what_reads_across_instruments_asks_the_role_not_the_name(load_renamed):
     assert "largest throughput change [+7.5%]" in said and "at C16" in said
     plan = {"name": "x", "instruments": {"ramp": {"concurrency": [16]}},
             "arms": {"control": {}, "candidate": {}}, "variable": "none"}
-    lines = campaign.winner_lines([{"plan": plan, "comparison": comparison}])
-    assert any(line.startswith("| throughput at c=16 |") for line in lines), lines
+    rows = campaign.winners([{"plan": plan, "comparison": comparison}])
+    assert [r["what"] for r in rows] == ["single-stream decode (fixture)", "throughput at c=16"]
+    assert rows[1]["cells"][0]["row"] is row
 
 
 def named_instruments(path) -> list[str]:
