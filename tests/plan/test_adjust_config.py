@@ -77,15 +77,15 @@ def test_a_calibration_of_another_model_or_without_a_rule_or_not_one_is_refused(
 
 
 def test_a_session_refuses_to_boot_on_another_engine_or_host(monkeypatch):
-    from knee.measure import receipts, session
+    from knee.measure import preboot, receipts
 
     plan = {"runtime": {}, "calibration": {"document": jsonio.read(PUBLISHED, "calibration")}}
     monkeypatch.setattr(receipts, "hardware",
                         lambda: {"cpu_model": "Intel(R) Xeon(R) Processor", "cpus": 16})
     with pytest.raises(KneeError, match=r"engine: calibrated on 'vllm 0.26.0', here 'vllm "
                                         "0.27.0'; gpu: calibrated on 'NVIDIA H200', here 'none'"):
-        session.check_calibrated(plan, {"packages": {"vllm": "0.27.0"}})
-    session.check_calibrated({"runtime": {}}, {"packages": {}})  # no calibration: no check
+        preboot.check_calibrated(plan, {"packages": {"vllm": "0.27.0"}})
+    preboot.check_calibrated({"runtime": {}}, {"packages": {}})  # no calibration: no check
 
 
 def test_a_calibration_that_is_not_a_regular_file_is_refused_unread(tmp_path):

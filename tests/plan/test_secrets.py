@@ -4,7 +4,7 @@ every referenced secret is set before anything boots."""
 import pytest
 
 from knee.core.errors import KneeError
-from knee.measure import session
+from knee.measure import preboot
 from knee.plan import secrets
 
 TOKEN = "hf_Qm7cR2xLp9Vt4Kz8Nw3Bj6Hs1Dy5Fg0Ua"
@@ -63,6 +63,6 @@ def plan(secret_env):
 def test_a_session_refuses_to_boot_without_its_secret(monkeypatch):
     monkeypatch.delenv("KNEE_TEST_ABSENT", raising=False)
     with pytest.raises(KneeError, match=r"\$KNEE_TEST_ABSENT is not set .* nothing was booted"):
-        session.preflight(plan(["KNEE_TEST_ABSENT"]), "control")
+        preboot.preflight(plan(["KNEE_TEST_ABSENT"]), "control")
     monkeypatch.setenv("KNEE_TEST_ABSENT", "x")
-    session.preflight(plan(["KNEE_TEST_ABSENT"]), "control")
+    preboot.preflight(plan(["KNEE_TEST_ABSENT"]), "control")

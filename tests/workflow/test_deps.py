@@ -13,7 +13,8 @@ STAGES = ("metrics", "acceptance", "compare", "bar", "figures", "readme")
 def test_a_stage_lists_every_module_it_imports(stage):
     files = set(deps.code_files(stage))
     assert "workflow/knee/core/jsonio.py" in files
-    for path in files:  # closed under import: every knee module a listed file imports is listed
+    # closed under import: every knee module a listed file imports is listed
+    for path in (f for f in files if f.endswith(".py")):
         tree = ast.parse((deps.PACKAGE.parents[1] / path).read_text())
         for module in deps.imported(tree):
             f = deps.module_file(module)
@@ -45,6 +46,16 @@ def test_editing_one_stage_s_code_reruns_no_stage_that_does_not_run_it(edited, s
     for stage in stages:
         assert f"workflow/knee/{edited}" not in deps.code_files(stage), stage
     assert f"workflow/knee/{edited}" in deps.code_files("audit")
+
+
+def test_a_stage_that_renders_a_page_reruns_when_its_template_changes():
+    """comparison.md, the README, a recommendation's README are jinja2 templates: code of the
+    stages that render them, and of no stage that renders nothing."""
+    for stage in ("bar", "readme", "recommend", "campaign"):
+        assert {"workflow/knee/templates/comparison.md.j2", "workflow/knee/templates/README.md.j2",
+                "workflow/knee/templates/recommend.md.j2"} <= set(deps.code_files(stage)), stage
+    for stage in ("metrics", "acceptance", "session", "pair"):
+        assert not [f for f in deps.code_files(stage) if f.endswith(".j2")], stage
 
 
 def test_an_unknown_command_is_named():

@@ -119,6 +119,13 @@ def cmd_session(args) -> int:
     return 0
 
 
+def cmd_pair(args) -> int:
+    from knee.measure import together
+
+    together.run_pair(args.plan, args.pair, args.python, args.engine_info)
+    return 0
+
+
 def cmd_metrics(args) -> int:
     raw = jsonio.read(args.raw, "raw")
     result = window_metrics(raw, jsonio.read(args.boot, "boot"), args.before, args.after,

@@ -54,6 +54,12 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
         ("--python", {"required": True, "help": "the engine's python (process runtime)"}),
         ("--engine-info", {"type": Path, "nargs": "?",
                            "help": "engine-info or image receipt of the engine booted"})]),
+    "pair": ("simultaneous order: both sessions of a pair at once, each window started "
+             "together", f"knee pair --plan {R}/plan.json --pair 1 --python PYTHON", [
+        PLAN, ("--pair", {"type": int, "required": True, "help": "the pair, e.g. 1"}),
+        ("--python", {"required": True, "help": "the engine's python (process runtime)"}),
+        ("--engine-info", {"type": Path, "nargs": "?",
+                           "help": "engine-info or image receipt of the engine booted"})]),
     "metrics": ("one window's metrics from its raw file and scrapes",
                 f"knee metrics --raw {R}/raw/1-control/sweep.json --before B --after A "
                 "--boot BOOT --knee-threshold 0.2 --out M", [

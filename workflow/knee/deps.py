@@ -1,7 +1,8 @@
 """The code a workflow stage runs, derived from the imports: `knee <command>` runs
 `cli.cmd_<command>`, which uses some knee modules, which import others. Each rule takes the
-files of that closure as inputs, so editing any module a stage runs reruns exactly the stages
-that use it (workflow/rules/common.smk: get_code)."""
+files of that closure as inputs (and knee's page templates, where it renders one), so editing
+any module a stage runs reruns exactly the stages that use it (workflow/rules/common.smk:
+get_code)."""
 
 from __future__ import annotations
 
@@ -93,5 +94,8 @@ def command_modules(command: str) -> set[str]:
 def code_files(command: str) -> list[str]:
     """The source files a stage's command runs, relative to the workflow's checkout."""
     root = PACKAGE.parents[1]
-    files = {module_file(m) for start in command_modules(command) for m in closure(start)}
+    modules = {m for start in command_modules(command) for m in closure(start)}
+    files = {module_file(m) for m in modules}
+    if "knee.publish.templating" in modules:  # a page's template is code of its stage too
+        files |= set((PACKAGE / "templates").glob("*.j2"))
     return sorted(str(f.relative_to(root)) for f in files if f is not None)

@@ -12,6 +12,7 @@ from knee.core import prompts as knee_prompts
 from knee.core import rawfiles as knee_rawfiles
 from knee.plan import stopping as knee_stopping
 from knee.plan import summary as knee_summary
+from knee.plan import together as knee_together
 from knee.core.errors import KneeError
 from knee.instruments import instrument_names
 from knee import instruments as knee_instruments
@@ -45,6 +46,8 @@ except KneeError as e:
 logger.info(knee_summary.describe(PLAN))
 
 SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
+# simultaneous order: a job measures both sessions of a pair at once (rule session_pair)
+SIMULTANEOUS = knee_together.is_simultaneous(PLAN["protocol"])
 INSTRUMENTS = instrument_names(PLAN)
 # every figure a registered instrument draws (knee.instruments.spec.Figure)
 FIGURES = [f.name for f in knee_instruments.figures()]
@@ -86,6 +89,7 @@ MODEL = PLAN["model"]
 wildcard_constraints:
     sid="|".join(SESSIONS),
     n=r"\d+",
+    pair=r"\d+",
     instrument="|".join(INSTRUMENTS),
 
 
@@ -95,18 +99,26 @@ def get_model_input(wildcards):
     machine lacks (another host's) does not ask for it either."""
     if not (MODEL["generated"] or MODEL.get("packaged")) or not RUNTIME.boots:
         return []
-    return unless_published(wildcards.sid, [MODEL["path"]], needs=[ENGINE_PYTHON])
+    return unless_published(job_sessions(wildcards), [MODEL["path"]], needs=[ENGINE_PYTHON])
 
 
 def session_done(sid):
     return all(os.path.exists(p) for p in session_outputs(sid).values())
 
 
-def unless_published(sid, paths, needs=()):
-    """A finished session whose engine or model is not on this machine (a fresh clone of
-    published results), or what makes them (`needs`), does not ask for them: it neither builds
-    an engine nor measures again. Anywhere else the inputs stay as they were recorded."""
-    if session_done(sid) and not all(os.path.exists(p) for p in [*paths, *needs]):
+def job_sessions(wildcards):
+    """The sessions a session job measures: one, or both of a pair in simultaneous order."""
+    if hasattr(wildcards, "sid"):
+        return [wildcards.sid]
+    return [s for s in SESSIONS if SESSIONS[s]["pair"] == int(wildcards.pair)]
+
+
+def unless_published(sids, paths, needs=()):
+    """Finished sessions whose engine or model is not on this machine (a fresh clone of
+    published results), or what makes them (`needs`), do not ask for them: they neither build
+    an engine nor measure again. Anywhere else the inputs stay as they were recorded."""
+    done = all(session_done(sid) for sid in sids)
+    if done and not all(os.path.exists(p) for p in [*paths, *needs]):
         return []
     return paths
 
@@ -116,7 +128,7 @@ def get_engine_input(wildcards):
     runtime) or the checked, pulled image (docker)."""
     if RUNTIME.facts_receipt:
         return [at(knee_layout.facts(RUNTIME.facts_receipt))]
-    return unless_published(wildcards.sid, [ENGINE_FACTS])
+    return unless_published(job_sessions(wildcards), [ENGINE_FACTS])
 
 
 def get_code(command):
@@ -131,9 +143,10 @@ def get_output_dir(wildcards, output):
 
 
 def get_previous_stop(wildcards):
-    """The protocol in the DAG: a boot waits for the previous session's stop receipt."""
-    after = SESSIONS[wildcards.sid]["after"]
-    return [at(knee_layout.receipt(after, "stop"))] if after else []
+    """The protocol in the DAG: a boot waits for the previous session's stop receipt (in
+    simultaneous order, both of the pair before)."""
+    after = [SESSIONS[sid]["after"] for sid in job_sessions(wildcards)]
+    return [at(knee_layout.receipt(a, "stop")) for a in after if a]
 
 
 # In one invocation of several experiments, an experiment's analysis jobs take the engine token
@@ -147,11 +160,11 @@ SESSION_RESOURCES = PLAN["runtime"].get("session_resources", {})
 
 def get_session_params(wildcards):
     """Everything that decides what a session measures: a change reruns the session."""
-    s = SESSIONS[wildcards.sid]
+    arms = [PLAN["arms"][SESSIONS[sid]["arm"]] for sid in job_sessions(wildcards)]
     runtime = knee_config.measured_runtime(PLAN["runtime"])
     return json.dumps(
         {
-            "arm": PLAN["arms"][s["arm"]],
+            "arm": arms[0] if len(arms) == 1 else arms,
             "model": MODEL,
             "runtime": runtime,
             "instruments": PLAN["instruments"],

@@ -51,7 +51,6 @@ rule readme:
         boots=get_all_sessions("boot"),
         stops=get_all_sessions("stop"),
         caches=get_all_sessions("cache"),
-        template="workflow/knee/templates/README.md.j2",
         code=get_code("readme"),
     output:
         at(knee_layout.README),

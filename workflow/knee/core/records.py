@@ -128,6 +128,7 @@ class RawFile(Stamped, total=False):
     points: Required[list[RawWindow]]
     host: Section
     warmup: Section
+    together: Section
 
 
 class WindowMetrics(Stamped, total=False):
@@ -205,6 +206,7 @@ class Comparison(Stamped, total=False):
     depth_curves: Any
     sampling_withheld: Any
     sampling_undecided: Any
+    simultaneous: Section
 
 
 class RuleVerdict(TypedDict, total=False):

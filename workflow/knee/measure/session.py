@@ -16,10 +16,12 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from knee import instruments
 from knee.analyze import resolved
@@ -33,14 +35,18 @@ from knee.measure import (
     hostfacts,
     hostspeed,
     listening,
+    preboot,
     progress,
     receipts,
     samplecheck,
+    together,
 )
 from knee.measure.runtime import docker, endpoint, external, process
 from knee.measure.runtime.process import Engine, split_cpus
 from knee.measure.runtime.target import Target
-from knee.plan import adjust, arms, engineflags, places, runtimes, secrets
+from knee.plan import arms, engineflags, runtimes, secrets
+
+MEET_SLACK_S = 3600  # beyond the boot timeout, how long a session waits for its partner
 
 
 def _raise_on_signal(signum, _frame):
@@ -78,7 +84,7 @@ class Session:
         self.started = time.monotonic()
         self.info = session_info(self.plan, self.sid)
         self.arm = self.plan["arms"][self.info["arm"]]
-        self.rt = self.plan["runtime"]
+        self.rt = together.placed(self.plan["runtime"], self.info)  # simultaneous: its set
         self.runtime = runtimes.of(self.plan)
         self.staging = self.root / ".staging" / self.sid
         self.log = self.root / layout.log(f"engine/{self.sid}")
@@ -94,8 +100,8 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     publish (or keep the partial data under failed/)."""
     s = Session(jsonio.read(plan_path, "plan"), sid, root)
     model = model_facts(s.plan["model"])
-    refuse_overwrite(root, sid)
-    preflight(s.plan, s.info["arm"])
+    preboot.refuse_overwrite(root, sid)
+    preboot.preflight(s.plan, s.info["arm"], s.rt)
     # the engine environment's versions, (docker) the image receipt: digest and versions, or
     # (external) what the servers said of themselves before the first session
     engine_facts = jsonio.read(engine_info)
@@ -106,10 +112,12 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         arm_key, expected, snap_before = None, None, None
     else:
         check_same_engine(s, python, engine_facts)
-        check_calibrated(s.plan, engine_facts)
+        preboot.check_calibrated(s.plan, engine_facts)
         arm_key, expected, snap_before = expect_cache(s, model, engine_facts)
     prepare_folders(s)
     engine_cpus, client_cpus = split_cpus(s.rt.get("engine_cpus"))
+    if "together" in s.info:  # simultaneous: the load generator on its engine's set
+        client_cpus = engine_cpus
     where = receipts.scheduler()
     if client_cpus:
         os.sched_setaffinity(0, client_cpus)
@@ -121,13 +129,22 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         boot(s, engine, {**launch, "cpus": {"engine": engine_cpus, "client": client_cpus},
                          "model": model, "engine": engine_facts, "scheduler": where},
              arm_key, expected, snap_before)
+        here = cast(Plan, {**s.plan, "runtime": s.rt})  # the plan as this session runs it
         for name in instrument_names(s.plan):
-            measure(engine, s.plan, name, sid, s.staging / layout.raw_dir(sid), model, client_cpus,
-                    engine_cpus)
+            measure(engine, here, name, sid, s.staging / layout.raw_dir(sid), model, client_cpus,
+                    engine_cpus, meet=meeting(s, name))
         ok = True
     finally:
         stop(s, engine, ok)
     publish(s.staging, root)
+
+
+def meeting(s: Session, window: str) -> Callable[[], dict] | None:
+    """Simultaneous order: meeting the partner session before the window starts."""
+    if "together" not in s.info:
+        return None
+    timeout = s.rt["boot_timeout_s"] + MEET_SLACK_S  # it may still boot, or measure
+    return lambda: together.meet(s.root, s.info, window, timeout)
 
 
 def model_facts(model: dict) -> dict:
@@ -266,20 +283,6 @@ def used(s: Session) -> dict:
             "engine_peak_rss_mib": round(child, 1) if s.runtime.child_process else None}
 
 
-def preflight(plan: Plan, arm_name: str) -> None:
-    """What this node must offer before anything boots: every secret the arm takes by
-    reference, the engine's CPUs, and a model given by path."""
-    missing = [k for k in plan["arms"][arm_name].get("secret_env", []) if not os.environ.get(k)]
-    if missing:
-        raise KneeError(f"the {arm_name} arm's secret_env: ${missing[0]} is not set in "
-                               "knee's environment; nothing was booted")
-    places.check_cpus(plan["runtime"].get("engine_cpus"), "plan.json")
-    if gpus := gpu.ids(plan["runtime"]):
-        gpu.facts(gpu.nvml(), gpus)  # NVML answers for every GPU named
-    if not plan["model"]["generated"]:
-        places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
-
-
 def check_same_engine(s: Session, python: str, engine_facts: dict) -> None:
     """Before anything boots, where the engine is an environment of this host (runtime.engine):
     it is the one the folder's engine receipt records. A folder measured over several hosts
@@ -299,19 +302,6 @@ def check_same_engine(s: Session, python: str, engine_facts: dict) -> None:
             "under a new name")
 
 
-def check_calibrated(plan: Plan, engine_facts: dict) -> None:
-    """Before anything boots: an adjusted bar's calibration holds for this engine and host
-    (knee.plan.adjust), or nothing is measured."""
-    if not plan.get("calibration"):
-        return
-    hw, ids = receipts.hardware(), gpu.ids(plan["runtime"])
-    names = sorted({g["name"] for g in gpu.facts(gpu.nvml(), ids)}) if ids else []
-    adjust.plan_facts(plan["calibration"], {
-        "engine": adjust.engine_name(engine_facts.get("packages")),
-        "gpu": ", ".join(names) or "none",
-        "cpu_model": hw["cpu_model"], "cpus": hw["cpus"]}, "plan.json: bar.adjust.calibration")
-
-
 def check_flags(s: Session, engine_facts: dict) -> None:
     """Before anything boots: the arm's flags are the engine's own options, in full."""
     options = engine_facts.get("options")
@@ -322,21 +312,11 @@ def check_flags(s: Session, engine_facts: dict) -> None:
                                frozenset(o[2:] for o in options), f"vllm {version}")
 
 
-def refuse_overwrite(root: Path, sid: str) -> None:
-    """A measurement is never overwritten, whatever asked for it (root ignores file modes)."""
-    done = [p for p in (root / layout.receipt(sid, "boot"), root / layout.raw_dir(sid))
-            if p.exists() and (p.is_file() or any(p.iterdir()))]
-    if done:
-        raise KneeError(
-            f"session {sid} is already measured ({', '.join(map(str, done))}); knee never "
-            "overwrites a measurement. Something the session depends on changed since it ran "
-            "(its config section or the rule's code): to measure again use a new experiment "
-            f"name, or move {root} away.")
-
-
 def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: dict,
-            client_cpus: list[int] | None = None, engine_cpus: list[int] | None = None) -> None:
-    """One instrument window: scrape, traffic, scrape. The analysis is a later, offline stage."""
+            client_cpus: list[int] | None = None, engine_cpus: list[int] | None = None,
+            meet: Callable[[], dict] | None = None) -> None:
+    """One instrument window: scrape, traffic, scrape (`meet`: waits for the simultaneous
+    partner, just before the traffic). The analysis is a later, offline stage."""
     spec, shared = instruments.get(name), plan["instruments"]
     target = Target(engine, model, shared["seed"], shared["request_timeout_s"],
                     spec.api or shared["api"], sid, shared.get("sampling"),
@@ -347,10 +327,13 @@ def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: d
     gpus = gpu.ids(plan["runtime"])
     with hostspeed.Sampler(sorted(os.sched_getaffinity(0) | set(engine_cpus or []))) as speed, \
             (gpu.Sampler(gpus) if gpus else nullcontext()) as clocks:
+        met = meet() if meet else None
         host_before, group_before = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
-        started = time.monotonic()
+        started, began = time.monotonic(), time.time()
         result = spec.run(target, plan["instruments"][name])
         ended = time.monotonic()
+        if met:  # the window's own span, on the clock both sessions share
+            met = {**met, "began": round(began, 6), "ended": round(time.time(), 6)}
         host_after, group_after = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
     took = ended - started
     for point, span in target.spans:  # each run's own span: the covariate of its figures
@@ -365,7 +348,8 @@ def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: d
     files = rawfiles.window(out, name)  # a new session's: compressed
     jsonio.write_text(files["prom.before"], before)
     jsonio.write_text(files["prom.after"], after)
-    jsonio.write(files["json"], "raw", {"session": sid, **result, "host": host})
+    jsonio.write(files["json"], "raw", {"session": sid, **result, "host": host,
+                                        **({"together": met} if met else {})})
     progress.say(f"{sid} {name} window done: {len(result['points'])} points in {took:.1f} s")
 
 

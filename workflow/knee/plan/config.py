@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,7 +15,7 @@ from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
 from knee.core.records import Plan
-from knee.plan import adjust, configfile, models, places, runtimes, secrets, stopping
+from knee.plan import adjust, configfile, models, places, runtimes, secrets, stopping, together
 from knee.plan.arms import (
     ARMS,
     check_argv,
@@ -216,6 +215,7 @@ def make_plan(config: dict, source: str = "config") -> Plan:
     check_one_variable(arms, config["variable"], source)
     check_bar(config, source)
     check_depths(config, arms, source)
+    together.check(config, arms, source)
     check_engine(config, arms, source)
     models.check_served(config, arms, source)
     places.check(config, source)
@@ -247,8 +247,10 @@ def plan_of(config: dict, source: str, prediction: dict | None = None,
     verification run's recommendation, `calibration` the one bar.adjust names
     (knee.plan.adjust)."""
     protocol = config["protocol"]
-    planned = sessions(pair_orders(stopping.bounds(protocol["pairs"])[1], protocol["order"],
-                                   protocol["seed"]))
+    pairs = stopping.bounds(protocol["pairs"])[1]
+    planned = together.sessions(pairs, config["runtime"]) \
+        if together.is_simultaneous(protocol) else \
+        sessions(pair_orders(pairs, protocol["order"], protocol["seed"]))
     plan: dict[str, Any] = {  # a Plan once its bar's sha256 is in
         "name": config["name"],
         "question": config.get("question", ""),
@@ -375,29 +377,18 @@ def model_args(config: dict) -> str:
 
 
 # the engine's parallel sizes: one engine spans their product of GPUs
-PARALLEL = ("tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size")
-
-
 def check_parallel(gpus: list[int], arms: Mapping[str, Any], source: str) -> None:
     """Each arm's engine spans exactly the GPUs runtime.gpus names, each named once: vLLM would
     otherwise leave some idle, or fail only after the boot has begun."""
     if twice := sorted({g for g in gpus if gpus.count(g) > 1}):
         raise KneeError(f"{source}: runtime.gpus: {gpus!r}: GPU {twice[0]} is named twice")
     for arm, server in arms.items():
-        args = server.get("args", {})
-        sizes = {k: args.get(k, 1) for k in PARALLEL}
-        if not all(type(v) is int and v >= 1 for v in sizes.values()):
-            bad = next(k for k, v in sizes.items() if not (type(v) is int and v >= 1))
-            raise KneeError(f"{source}: arms.{arm}: args.{bad}: {sizes[bad]!r} is not a "
-                            "whole number of GPUs (1 or more)")
-        span = math.prod(sizes.values())
-        if span != len(gpus):
-            said = " × ".join(f"{k} {v}" for k, v in sizes.items() if k in args) or \
-                "tensor-parallel-size 1 (vLLM's default)"
+        n, said = together.span(server, f"{source}: arms.{arm}")
+        if n != len(gpus):
             raise KneeError(
-                f"{source}: arms.{arm}: the engine spans {span} GPU(s) ({said}) but "
+                f"{source}: arms.{arm}: the engine spans {n} GPU(s) ({said}) but "
                 f"runtime.gpus names {len(gpus)} ({gpus!r}): set "
-                f"server.args.tensor-parallel-size: {len(gpus)}, or name {span} GPU(s)")
+                f"server.args.tensor-parallel-size: {len(gpus)}, or name {n} GPU(s)")
 
 
 def check_engine(config: dict, arms: dict, source: str) -> None:
@@ -413,8 +404,9 @@ def check_engine(config: dict, arms: dict, source: str) -> None:
             isinstance(gpus, list) and gpus and all(type(g) is int for g in gpus)):
         raise KneeError(f"{source}: runtime.gpus: {gpus!r}: the process runtime takes a list of "
                         "GPU ids, e.g. [0] (CUDA_VISIBLE_DEVICES)")
-    if runtime.gpu_ids and gpus:
-        check_parallel(gpus, arms, source)
+    halves = together.gpu_sets(rt) if together.is_simultaneous(config["protocol"]) else None
+    if runtime.gpu_ids and gpus:  # in simultaneous order, one arm's half of them
+        check_parallel(halves[0] if halves else gpus, arms, source)
     if config["model"].get("generate", {}).get("weights") is False:
         for arm, server in arms.items():
             if server.get("args", {}).get("load-format") != "dummy":

@@ -127,6 +127,7 @@ def check_here(config: dict, source: str) -> None:
     if "session_resources" in config["runtime"]:
         return
     check_cpus(config["runtime"].get("engine_cpus"), source)
+    check_arm_cpus(config["runtime"].get("arm_cpus"), source)
     python = config["runtime"].get("engine", {}).get("python")
     if python:
         path = Path(python)
@@ -141,6 +142,23 @@ def check_cpus(cpus: list[int] | None, source: str) -> None:
         if cpu not in usable:
             raise KneeError(f"{source}: runtime.engine_cpus[{i}]: CPU {cpu} is not one this "
                             f"machine lets knee use ({usable})")
+
+
+def check_arm_cpus(sets: list[list[int]] | None, source: str) -> None:
+    """Simultaneous order's two CPU sets fit this machine: both at once."""
+    if not sets:
+        return
+    usable = sorted(os.sched_getaffinity(0))
+    need = len(sets[0]) + len(sets[1])
+    if need > len(usable):
+        raise KneeError(f"{source}: runtime.arm_cpus: the two arms run at once, {len(sets[0])} + "
+                        f"{len(sets[1])} = {need} CPUs, but this machine lets knee use "
+                        f"{len(usable)} ({usable})")
+    for i, cpus in enumerate(sets):
+        for j, cpu in enumerate(cpus):
+            if cpu not in usable:
+                raise KneeError(f"{source}: runtime.arm_cpus[{i}][{j}]: CPU {cpu} is not one "
+                                f"this machine lets knee use ({usable})")
 
 
 # sbatch options that would change what the session job runs, where, as whom or with which

@@ -27,13 +27,24 @@ def describe(plan: Plan) -> str:
         f"model {plan['model']['name']})",
         change,
         f"  sessions ({pairs}, {order_name(plan['protocol']['order'])} order): "
-        + " -> ".join(s["id"] for s in plan["protocol"]["sessions"]),
+        + session_order(plan["protocol"]["sessions"]),
         f"  sweep: concurrency {sweep['concurrency']} x {sweep['runs']} runs"
         + (f"; fixture: {fixture['classes']} x {fixture['requests']}" if fixture else ""),
         f"  bar (alpha {plan['bar']['alpha']}, sha256 {plan['bar_sha256'][:12]}): "
         + rules,
     ]
     return "\n".join(lines)
+
+
+def session_order(sessions: list[dict]) -> str:
+    """The boot order; in simultaneous order each pair's two sessions at once, with the CPUs
+    and GPUs of each."""
+    if not all("together" in s for s in sessions):
+        return " -> ".join(s["id"] for s in sessions)
+    def where(s: dict) -> str:
+        return f"{s['id']} (CPUs {s['cpus']}" + (f", GPUs {s['gpus']})" if "gpus" in s else ")")
+    pairs = sorted({s["pair"] for s in sessions})
+    return " -> ".join(" + ".join(where(s) for s in sessions if s["pair"] == p) for p in pairs)
 
 
 def order_name(order: str | list[str]) -> str:

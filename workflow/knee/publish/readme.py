@@ -133,7 +133,14 @@ def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: d
                    + "; ".join(mdtext.text(d["what"]) for d in bar["confounds"])
                    + " ([bar.json](comparison/bar.json#/confounds)).")
     out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
+    if comparison.get("simultaneous") and runtime.compile_cache:
+        out.append(SHARED_CACHE)
     return out
+
+
+SHARED_CACHE = ("The two sessions of each pair booted at once over one compile cache "
+                "(runtime.cache_dir): what a cache receipt says its boot wrote may include its "
+                "partner's writes.")
 
 
 def workload_caveats(plan: Plan, names: list[str] | None = None) -> list[str]:
@@ -186,6 +193,22 @@ def protocol_words(plan: Plan, bar: Mapping[str, Any]) -> str:
     return (f"{lo} to {hi} pairs, stopping by precision ({stopping.RULE}): "
             f"{bar.get('pairs')} pairs ran, every look in [protocol/realized.json]"
             "(protocol/realized.json)")
+
+
+def pair_sets(plan: Plan, comparison: Mapping[str, Any]) -> list[dict]:
+    """Simultaneous order, per pair: each arm's CPUs and GPUs, and how closely the two arms'
+    windows ran together (the largest skew, the smallest overlap); [] in any other order."""
+    windows = (comparison.get("simultaneous") or {}).get("windows")
+    if windows is None:
+        return []
+    rows = []
+    for pair in sorted({s["pair"] for s in plan["protocol"]["sessions"]}):
+        arms = {s["arm"]: s for s in plan["protocol"]["sessions"] if s["pair"] == pair}
+        mine = [w for w in windows if w["pair"] == pair]
+        rows.append({"pair": pair, "arms": arms,
+                     "skew_s": max((w["skew_s"] for w in mine), default=None),
+                     "overlap": min((w["overlap"] for w in mine), default=None)})
+    return [r for r in rows if r["skew_s"] is not None]
 
 
 def sampling_words(plan: Plan) -> str:
@@ -308,4 +331,4 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
         shared_key=shared_key(caches or {}), recommendation=recommendation,
         predicted=predicted(plan, comparison, prediction) if prediction else None,
         adjusted=design.realized(plan, bar), speed_method=covariate.SPEED_OF_FIGURE,
-        hosts=hosts(boots))
+        hosts=hosts(boots), pair_sets=pair_sets(plan, comparison))

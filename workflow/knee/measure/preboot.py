@@ -1,0 +1,55 @@
+"""What a session checks before anything boots and that needs no session: nothing measured
+is overwritten, the node offers the arm's secrets, CPUs, GPUs and model, and an adjusted bar's
+calibration holds for this engine and host."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from knee.core import layout
+from knee.core.errors import KneeError
+from knee.core.records import Plan
+from knee.measure import gpu, receipts
+from knee.plan import adjust, places
+
+
+def refuse_overwrite(root: Path, sid: str) -> None:
+    """A measurement is never overwritten, whatever asked for it (root ignores file modes)."""
+    done = [p for p in (root / layout.receipt(sid, "boot"), root / layout.raw_dir(sid))
+            if p.exists() and (p.is_file() or any(p.iterdir()))]
+    if done:
+        raise KneeError(
+            f"session {sid} is already measured ({', '.join(map(str, done))}); knee never "
+            "overwrites a measurement. Something the session depends on changed since it ran "
+            "(its config section or the rule's code): to measure again use a new experiment "
+            f"name, or move {root} away.")
+
+
+def preflight(plan: Plan, arm_name: str, rt: dict | None = None) -> None:
+    """What this node must offer before anything boots: every secret the arm takes by
+    reference, the engine's CPUs and GPUs (`rt`: the session's runtime section), and a model
+    given by path."""
+    rt = plan["runtime"] if rt is None else rt
+    missing = [k for k in plan["arms"][arm_name].get("secret_env", []) if not os.environ.get(k)]
+    if missing:
+        raise KneeError(f"the {arm_name} arm's secret_env: ${missing[0]} is not set in "
+                               "knee's environment; nothing was booted")
+    places.check_cpus(rt.get("engine_cpus"), "plan.json")
+    if gpus := gpu.ids(rt):
+        gpu.facts(gpu.nvml(), gpus)  # NVML answers for every GPU named
+    if not plan["model"]["generated"]:
+        places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
+
+
+def check_calibrated(plan: Plan, engine_facts: dict) -> None:
+    """Before anything boots: an adjusted bar's calibration holds for this engine and host
+    (knee.plan.adjust), or nothing is measured."""
+    if not plan.get("calibration"):
+        return
+    hw, ids = receipts.hardware(), gpu.ids(plan["runtime"])
+    names = sorted({g["name"] for g in gpu.facts(gpu.nvml(), ids)}) if ids else []
+    adjust.plan_facts(plan["calibration"], {
+        "engine": adjust.engine_name(engine_facts.get("packages")),
+        "gpu": ", ".join(names) or "none",
+        "cpu_model": hw["cpu_model"], "cpus": hw["cpus"]}, "plan.json: bar.adjust.calibration")
