@@ -34,10 +34,9 @@ def section(plan: Plan, sessions: Sessions) -> dict[str, Any]:
                             "sets": {a: planned[f"{pair}-{a}"]["set"] for a in ("control",
                                                                                "candidate")},
                             **span_agreement(mine, theirs)})
-    skews = [w["skew_s"] for w in windows]
     return {"simultaneous": {
         "method": METHOD, "windows": windows,
-        "max_skew_s": max(skews) if skews else None,
+        "max_skew_s": max((w["skew_s"] for w in windows), default=None),
         "min_overlap": min((w["overlap"] for w in windows), default=None)}}
 
 

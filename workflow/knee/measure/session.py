@@ -90,6 +90,11 @@ class Session:
         self.log = self.root / layout.log(f"engine/{self.sid}")
         self.cache_root = Path(self.rt["cache_dir"]).resolve()
 
+    @property
+    def as_run(self) -> Plan:
+        """The plan with this session's runtime section (simultaneous order: its set)."""
+        return cast(Plan, {**self.plan, "runtime": self.rt})
+
     def receipt(self, kind: str, payload: dict) -> None:
         jsonio.write(self.staging / layout.receipt(self.sid, kind), kind,
                      {"experiment": self.plan["name"], "session": self.sid, **payload})
@@ -129,10 +134,9 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         boot(s, engine, {**launch, "cpus": {"engine": engine_cpus, "client": client_cpus},
                          "model": model, "engine": engine_facts, "scheduler": where},
              arm_key, expected, snap_before)
-        here = cast(Plan, {**s.plan, "runtime": s.rt})  # the plan as this session runs it
         for name in instrument_names(s.plan):
-            measure(engine, here, name, sid, s.staging / layout.raw_dir(sid), model, client_cpus,
-                    engine_cpus, meet=meeting(s, name))
+            measure(engine, s.as_run, name, sid, s.staging / layout.raw_dir(sid), model,
+                    client_cpus, engine_cpus, meet=meeting(s, name))
         ok = True
     finally:
         stop(s, engine, ok)

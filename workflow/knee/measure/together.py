@@ -62,11 +62,11 @@ def meet(root: Path, info: Mapping[str, Any], window: str, timeout_s: float) -> 
 
 
 def pair_sessions(plan: Plan, pair: int) -> list[dict]:
-    ids = [s for s in plan["protocol"]["sessions"] if s["pair"] == pair]
-    if len(ids) != 2 or not all("together" in s for s in ids):
+    found = [s for s in plan["protocol"]["sessions"] if s["pair"] == pair]
+    if len(found) != 2 or not all("together" in s for s in found):
         raise KneeError(f"plan.json: pair {pair} is not a pair of simultaneous sessions "
                         "(protocol.order is not simultaneous, or the pair is not planned)")
-    return ids
+    return found
 
 
 def run_pair(plan_path: Path, pair: int, python: str, engine_info: Path | None) -> None:

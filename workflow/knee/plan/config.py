@@ -376,12 +376,9 @@ def model_args(config: dict) -> str:
     return out + (" --no-weights" if g.get("weights") is False else "")
 
 
-# the engine's parallel sizes: one engine spans their product of GPUs
 def check_parallel(gpus: list[int], arms: Mapping[str, Any], source: str) -> None:
-    """Each arm's engine spans exactly the GPUs runtime.gpus names, each named once: vLLM would
-    otherwise leave some idle, or fail only after the boot has begun."""
-    if twice := sorted({g for g in gpus if gpus.count(g) > 1}):
-        raise KneeError(f"{source}: runtime.gpus: {gpus!r}: GPU {twice[0]} is named twice")
+    """Each arm's engine spans exactly the GPUs it is given (the product of its parallel
+    sizes): vLLM would otherwise leave some idle, or fail only after the boot has begun."""
     for arm, server in arms.items():
         n, said = together.span(server, f"{source}: arms.{arm}")
         if n != len(gpus):
@@ -404,8 +401,9 @@ def check_engine(config: dict, arms: dict, source: str) -> None:
             isinstance(gpus, list) and gpus and all(type(g) is int for g in gpus)):
         raise KneeError(f"{source}: runtime.gpus: {gpus!r}: the process runtime takes a list of "
                         "GPU ids, e.g. [0] (CUDA_VISIBLE_DEVICES)")
-    halves = together.gpu_sets(rt) if together.is_simultaneous(config["protocol"]) else None
-    if runtime.gpu_ids and gpus:  # in simultaneous order, one arm's half of them
+    if runtime.gpu_ids and gpus:  # each named once; in simultaneous order, one arm a half
+        together.check_named_once(gpus, source)
+        halves = together.gpu_sets(rt) if together.is_simultaneous(config["protocol"]) else None
         check_parallel(halves[0] if halves else gpus, arms, source)
     if config["model"].get("generate", {}).get("weights") is False:
         for arm, server in arms.items():

@@ -136,12 +136,12 @@ def check_here(config: dict, source: str) -> None:
                             "file on this machine, which would boot the engine with it")
 
 
-def check_cpus(cpus: list[int] | None, source: str) -> None:
+def check_cpus(cpus: list[int] | None, source: str, key: str = "runtime.engine_cpus") -> None:
     usable = sorted(os.sched_getaffinity(0))
     for i, cpu in enumerate(cpus or []):
         if cpu not in usable:
-            raise KneeError(f"{source}: runtime.engine_cpus[{i}]: CPU {cpu} is not one this "
-                            f"machine lets knee use ({usable})")
+            raise KneeError(f"{source}: {key}[{i}]: CPU {cpu} is not one this machine lets "
+                            f"knee use ({usable})")
 
 
 def check_arm_cpus(sets: list[list[int]] | None, source: str) -> None:
@@ -155,10 +155,7 @@ def check_arm_cpus(sets: list[list[int]] | None, source: str) -> None:
                         f"{len(sets[1])} = {need} CPUs, but this machine lets knee use "
                         f"{len(usable)} ({usable})")
     for i, cpus in enumerate(sets):
-        for j, cpu in enumerate(cpus):
-            if cpu not in usable:
-                raise KneeError(f"{source}: runtime.arm_cpus[{i}][{j}]: CPU {cpu} is not one "
-                                f"this machine lets knee use ({usable})")
+        check_cpus(cpus, source, f"runtime.arm_cpus[{i}]")
 
 
 # sbatch options that would change what the session job runs, where, as whom or with which

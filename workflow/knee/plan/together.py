@@ -63,6 +63,11 @@ def span(server: Mapping[str, Any], where: str) -> tuple[int, str]:
     return math.prod(sizes.values()), said
 
 
+def check_named_once(gpus: list[int], source: str) -> None:
+    if twice := sorted({g for g in gpus if gpus.count(g) > 1}):
+        raise KneeError(f"{source}: runtime.gpus: {gpus!r}: GPU {twice[0]} is named twice")
+
+
 def check(config: Mapping[str, Any], arms: Mapping[str, Any], source: str) -> None:
     """A simultaneous config fits the host twice: a runtime knee boots, two disjoint CPU sets
     (runtime.arm_cpus, in place of runtime.engine_cpus) and, on GPUs, twice the GPUs one
@@ -101,8 +106,7 @@ def check_gpus(rt: Mapping[str, Any], arms: Mapping[str, Any], source: str) -> N
     if not (isinstance(gpus, list) and all(type(g) is int for g in gpus)):
         raise KneeError(f"{source}: runtime.gpus: {gpus!r}: in simultaneous order each arm has "
                         "GPUs of its own: list their ids, twice as many as one engine spans")
-    if twice := sorted({g for g in gpus if gpus.count(g) > 1}):
-        raise KneeError(f"{source}: runtime.gpus: {gpus!r}: GPU {twice[0]} is named twice")
+    check_named_once(gpus, source)
     for arm, server in arms.items():
         n, said = span(server, f"{source}: arms.{arm}")
         if 2 * n != len(gpus):

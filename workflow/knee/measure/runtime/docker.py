@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from knee.core.errors import KneeError
 from knee.core.records import Plan
@@ -242,8 +242,7 @@ def launch(s, model: dict, engine_facts: dict, python: str, engine_cpus: list[in
     """A session's engine (s: knee.measure.session.Session) in a container of the pinned image;
     engine_facts is the image receipt."""
     port = s.rt.get("port") or free_port(s.rt["host"])
-    here = cast(Plan, {**s.plan, "runtime": s.rt})  # simultaneous order: the session's GPUs
-    return container_engine(here, s.sid, s.arm, model, engine_facts, s.log, port,
+    return container_engine(s.as_run, s.sid, s.arm, model, engine_facts, s.log, port,
                             s.cache_root, engine_cpus)
 
 
