@@ -13,7 +13,8 @@ from tests.helpers import ROOT
 WORKLOAD = ["ksched-h200", "aa-h200", "aa-h200-35b", "ksched-h200-35b",  # sampled, compressed
             "aa-h200-35b-pinned"]
 CALIBRATION = "calib-h200-35b"  # sampled too, but every figure withheld (below)
-FOLDERS = ["noise-h200", CALIBRATION, *WORKLOAD]
+ADJUSTED = "ksched-h200-35b-adj"  # the adjusted bar, 14 pairs over five leases (hosts)
+FOLDERS = ["noise-h200", CALIBRATION, *WORKLOAD, ADJUSTED]
 AA = ["aa-h200", "aa-h200-35b", "aa-h200-35b-pinned"]
 
 
@@ -85,6 +86,25 @@ def test_the_calibration_aa_sampled_the_host_speed_over_every_run_and_its_check_
     assert all(r["per_pair"] for r in verdict["rules"])
     text = (root / "README.md").read_text()
     assert "sampling at temperature 0.9 is unchecked" in text and "Nothing sampled" not in text
+
+
+def test_the_adjusted_experiment_ran_its_planned_pairs_over_five_hosts_and_decided_every_rule():
+    """Every session of the plan, each host a lease of its own; the registered adjustment
+    applied to every rule, and it decided single-stream parity, which as measured is
+    INCONCLUSIVE; the README sets the planner's predicted MDE beside the realized one."""
+    root = ROOT / "results" / ADJUSTED
+    boots = list(gpu_boots(root))
+    assert len(boots) == 2 * boots[0][0]["protocol"]["pairs"] == 28
+    assert len({boot["hardware"]["boot_id"] for _, _, boot in boots}) == 5
+    verdict = jsonio.read(root / "comparison" / "bar.json", "bar")
+    assert verdict["verdict"] == "FAIL" and verdict["pairs"] == 14
+    for rule in verdict["rules"]:
+        assert rule["adjustment"]["applied"] and rule["verdict"] == "FAIL", rule["rule"]
+    single = verdict["rules"][0]
+    assert single["rule"] == "single-stream parity" and single["interval"][1] < -1.5
+    assert single["unadjusted"]["verdict"] == "INCONCLUSIVE"
+    text = (root / "README.md").read_text()
+    assert "| MDE predicted | MDE realized |" in text and "Measured on 5 hosts" in text
 
 
 @pytest.mark.parametrize("name", [*WORKLOAD, CALIBRATION])
