@@ -105,6 +105,12 @@ def test_the_adjusted_experiment_ran_its_planned_pairs_over_five_hosts_and_decid
     assert single["unadjusted"]["verdict"] == "INCONCLUSIVE"
     text = (root / "README.md").read_text()
     assert "| MDE predicted | MDE realized |" in text and "Measured on 5 hosts" in text
+    # the fourth lease's host went back between 12-candidate and 12-control
+    assert verdict["hosts"]["split_pairs"] == [{"pair": 12, "hosts": [
+        "b9099173-7b1f-4fde-a34d-375af11f2a67", "83708f99-e0e5-4a3f-af1e-ac4b63ec6cfd"]}]
+    alone = verdict["hosts"]["rules"][0]["without_split_pairs"]
+    assert alone["pairs"] == 13 and alone["verdict"] == "INCONCLUSIVE"
+    assert "single-stream parity: its FAIL rests on pair 12" in text
 
 
 @pytest.mark.parametrize("name", [*WORKLOAD, CALIBRATION])

@@ -1,8 +1,9 @@
 #!/bin/bash
 # On the GPU host: wait up to SECONDS for the run of tools/gpu/start.sh, then pack
 # results/NAME (and the run's log) into $OUT in pieces of 15 MiB. With `stop AFTER`: after
-# AFTER seconds, wait for the next session to finish, then stop the run by its process group
-# (SIGINT: Snakemake stops the engine), so that a lease ends between sessions.
+# AFTER seconds, wait for the next pair to finish (both its sessions), then stop the run by its
+# process group (SIGINT: Snakemake stops the engine), so that a lease ends between pairs: a
+# pair measured on two hosts carries the hosts' difference (the bar judges it apart).
 set -uo pipefail
 cd "${KNEE_RUN_DIR:-/tmp/knee-run}" || exit 1 # where tools/gpu/start.sh runs it
 n=${1:?usage: tools/gpu/poll.sh SECONDS NAME [stop AFTER]}
@@ -17,7 +18,8 @@ from=$((SECONDS + after))
 while [ $SECONDS -lt $from ] && [ ! -f /tmp/job.rc ]; do sleep 5; done
 mark=$(finished)
 while [ $SECONDS -lt $end ] && [ ! -f /tmp/job.rc ]; do
-	[ "$mode" = stop ] && [ "$(finished)" -gt "$mark" ] && break
+	now=$(finished)
+	[ "$mode" = stop ] && [ "$now" -gt "$mark" ] && [ $((now % 2)) = 0 ] && break
 	sleep 5
 done
 if [ "$mode" = stop ] && [ ! -f /tmp/job.rc ]; then

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from knee.analyze import covariate, inference
+from knee.analyze import covariate, hosts, inference
 from knee.core.records import Plan
 from knee.plan import adjust as registered
 from knee.plan import stopping
@@ -143,11 +143,16 @@ def confounds(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dic
 def judge_plan(plan: Plan, comparison: Mapping[str, Any],
                boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The plan's bar over the pairs that ran, each rule at the bar's alpha spent over the
-    protocol's looks; the bar hashes recorded at boot tell whether it changed since."""
+    protocol's looks; the bar hashes recorded at boot tell whether it changed since; where the
+    sessions ran on several hosts, what each host measured (knee.analyze.hosts)."""
     pairs = len({b["pair"] for b in boots})
-    return judge(comparison, plan["bar"], pairs, plan["bar_sha256"],
-                 {b["bar_sha256"] for b in boots},
-                 looks=stopping.looks(plan["protocol"]["pairs"]), adjust=registered_adjust(plan))
+    out = judge(comparison, plan["bar"], pairs, plan["bar_sha256"],
+                {b["bar_sha256"] for b in boots},
+                looks=stopping.looks(plan["protocol"]["pairs"]), adjust=registered_adjust(plan))
+    if out["rules"] and (where := hosts.section(plan["bar"]["rules"], out["rules"], boots,
+                                                comparison, out["alpha_per_look"])):
+        out["hosts"] = where
+    return out
 
 
 def registered_adjust(plan: Plan) -> dict[str, Any] | None:

@@ -220,13 +220,15 @@ class RuleVerdict(TypedDict, total=False):
     test: Required[str]
     estimate: Required[float | None]
     interval: Required[list[float | None] | None]
-    interval_level: Required[float | None]
-    confidence: Required[str]
+    interval_level: Required[str | None]
+    confidence: Required[float | None]
     mde_pct: Required[float | None]
     pairs: Required[int]
     pairs_needed: Required[int | None]
-    per_pair: Required[list[float | None]]
+    per_pair: Required[list[Section]]
     reason: str
+    adjustment: Section
+    unadjusted: Section
 
 
 class BarVerdict(Stamped, total=False):
@@ -245,6 +247,7 @@ class BarVerdict(Stamped, total=False):
     bar: Section
     confounds: list[str]
     rules_verdict: str
+    hosts: Section
 
 
 class Recommendation(Stamped, total=False):

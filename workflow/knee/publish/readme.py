@@ -94,6 +94,27 @@ EXTERNAL = runtimes.EXTERNAL_CAVEAT
 WORDS = SimpleNamespace(fmt=fmt, pct=pctf, interval=ci, level=level, text=mdtext.text)
 
 
+def split_caveats(bar: Mapping[str, Any]) -> list[str]:
+    """A rule whose verdict changes without the pairs that ran on two hosts rests on them."""
+    hosts = bar.get("hosts")
+    if not hosts or not hosts["split_pairs"]:
+        return []
+    split = [str(s["pair"]) for s in hosts["split_pairs"]]
+    pairs, it = (f"pair {split[0]}", "it") if len(split) == 1 else \
+        (f"pairs {', '.join(split)}", "them")
+    verdict = {r["rule"]: r["verdict"] for r in bar["rules"]}
+    out = []
+    for i, r in enumerate(hosts["rules"]):
+        alone = r["without_split_pairs"]
+        if alone["verdict"] != verdict[r["rule"]]:
+            out.append(
+                f"{mdtext.text(r['rule'])}: its {verdict[r['rule']]} rests on {pairs}, "
+                f"whose sessions ran on two hosts; without {it} the rule is {alone['verdict']} "
+                f"(estimate {pctf(alone['estimate'])}, interval {ci(alone['interval'])}; "
+                f"[bar.json](comparison/bar.json#/hosts/rules/{i}/without_split_pairs)).")
+    return out
+
+
 def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: dict | None = None,
             runtime: runtimes.Runtime = runtimes.RUNTIMES["process"]) -> list[str]:
     out = [runtime.caveat] if runtime.caveat else []
@@ -133,6 +154,7 @@ def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: d
                    + "; ".join(mdtext.text(d["what"]) for d in bar["confounds"])
                    + " ([bar.json](comparison/bar.json#/confounds)).")
     out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
+    out += split_caveats(bar)
     if comparison.get("simultaneous") and runtime.compile_cache:
         out.append(SHARED_CACHE)
     return out

@@ -1,0 +1,95 @@
+"""A folder measured on several hosts, one GPU lease after another (pure).
+
+Each boot receipt names its host (`hardware.boot_id`). Where the sessions ran on more than one,
+the bar says which pairs each host measured and, per rule, how far the pairs' effects spread on
+each host, as measured and adjusted. A pair whose two sessions ran on different hosts (a lease
+lost between them) carries the hosts' difference in its effect as well as the arms': the bar is
+still judged on every pair, as registered, and each rule is judged again without such pairs
+beside it, deciding nothing, to show whether its verdict rests on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from statistics import stdev
+from typing import Any
+
+from knee.analyze import covariate, inference
+
+
+def pair_hosts(boots: Sequence[Mapping[str, Any]]) -> dict[int, list[str]]:
+    """Each pair's hosts (boot ids), in the order the sessions ran; {} where a receipt has no
+    boot id (an older folder, or a host that does not say)."""
+    out: dict[int, list[str]] = {}
+    for b in sorted(boots, key=lambda b: b.get("started_at") or ""):
+        host = (b.get("hardware") or {}).get("boot_id")
+        if not host:
+            return {}
+        seen = out.setdefault(int(b["pair"]), [])
+        if host not in seen:
+            seen.append(host)
+    return dict(sorted(out.items()))
+
+
+def section(rules: Sequence[Mapping[str, Any]], judged: Sequence[Mapping[str, Any]],
+            boots: Sequence[Mapping[str, Any]], comparison: Mapping[str, Any],
+            alpha: float) -> dict[str, Any] | None:
+    """The bar's `hosts` section, or None where every session ran on one host."""
+    by_pair = pair_hosts(boots)
+    hosts: list[str] = []
+    for seen in by_pair.values():
+        hosts += [h for h in seen if h not in hosts]
+    if len(hosts) < 2:
+        return None
+    split = [p for p, seen in by_pair.items() if len(seen) > 1]
+    out: dict[str, Any] = {
+        "hosts": [{"boot_id": h, "pairs": [p for p, seen in by_pair.items() if seen == [h]]}
+                  for h in hosts],
+        "split_pairs": [{"pair": p, "hosts": by_pair[p]} for p in split],
+        "rules": [judge_rule(rule, verdict, comparison, by_pair, hosts, split, alpha)
+                  for rule, verdict in zip(rules, judged, strict=True)
+                  if verdict.get("per_pair") and verdict.get("estimate") is not None]}
+    return out
+
+
+def judge_rule(rule: Mapping[str, Any], verdict: Mapping[str, Any],
+               comparison: Mapping[str, Any], by_pair: Mapping[int, list[str]],
+               hosts: list[str], split: list[int], alpha: float) -> dict[str, Any]:
+    """One rule: each host's spread of the per-pair effect and, where a pair is split across
+    hosts, the rule judged without it (on the effect the verdict used)."""
+    pairs = [p["pair"] for p in verdict["per_pair"]]
+    # a judged rule has a figure in every pair (knee.analyze.bar: else INVALID)
+    measured = [x for p in verdict["per_pair"]
+                if (x := inference.log_ratio(p["control"], p["candidate"])) is not None]
+    used = measured
+    adjustment = verdict.get("adjustment") or {}
+    if adjustment.get("applied"):
+        ratios = covariate.speed_ratios(comparison, dict(rule), len(pairs))
+        used = covariate.adjusted(measured, [x for x in ratios if x is not None],
+                                  adjustment["slope"])
+    out: dict[str, Any] = {"rule": verdict["rule"], "adjusted": bool(adjustment.get("applied")),
+                           "per_host": [spread(h, pairs, by_pair, measured, used)
+                                        for h in hosts]}
+    if split:
+        kept = [e for p, e in zip(pairs, used, strict=True) if p not in split]
+        eff = inference.effect(kept)
+        level = 1 - 2 * alpha
+        bounds = eff.bounds(level) if eff else None
+        out["without_split_pairs"] = {
+            "pairs": len(kept), "verdict": inference.decide(dict(rule), bounds) if eff else
+            "INCONCLUSIVE", "estimate": inference.to_pct(eff.mean) if eff else None,
+            "interval": eff.interval_pct(level) if eff else None}
+    return out
+
+
+def spread(host: str, pairs: list[int], by_pair: Mapping[int, list[str]],
+           measured: list[float], used: list[float]) -> dict[str, Any]:
+    """The SD over one host's own pairs of the per-pair effect (log ratio, as a %), as
+    measured and as the verdict used it; None with fewer than two pairs."""
+    mine = [i for i, p in enumerate(pairs) if by_pair.get(p) == [host]]
+
+    def sd(values: list[float]) -> float | None:
+        picked = [values[i] for i in mine]
+        return 100 * stdev(picked) if len(picked) > 1 else None
+
+    return {"boot_id": host, "pairs": len(mine), "sd_pct": sd(measured), "sd_used_pct": sd(used)}
