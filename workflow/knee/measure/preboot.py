@@ -5,9 +5,10 @@ calibration holds for this engine and host."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-from knee.core import layout
+from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Plan
 from knee.measure import gpu, receipts
@@ -53,3 +54,23 @@ def check_calibrated(plan: Plan, engine_facts: dict) -> None:
         "engine": adjust.engine_name(engine_facts.get("packages")),
         "gpu": ", ".join(names) or "none",
         "cpu_model": hw["cpu_model"], "cpus": hw["cpus"]}, "plan.json: bar.adjust.calibration")
+
+
+def warn_split_pair(plan: Plan, root: Path, sid: str, here: str | None) -> str | None:
+    """Where this session's pair partner was measured on another host (a lease lost between
+    them), say so before the boot: the pair's effect will carry the hosts' difference, and the
+    bar judges the rule without it beside the verdict (knee.analyze.hosts). Measures on."""
+    me = next(s for s in plan["protocol"]["sessions"] if s["id"] == sid)
+    for other in plan["protocol"]["sessions"]:
+        path = root / layout.receipt(other["id"], "boot")
+        if other["pair"] != me["pair"] or other["id"] == sid or not path.is_file():
+            continue
+        there = (jsonio.read(path, "boot").get("hardware") or {}).get("boot_id")
+        if here and there and there != here:
+            said = (f"knee: session {sid}: its pair partner {other['id']} was measured on "
+                    f"another host (boot {there[:8]}, this one {here[:8]}); pair {me['pair']}'s "
+                    "effect carries the hosts' difference, and the bar judges each rule "
+                    "without it too")
+            print(said, file=sys.stderr)
+            return said
+    return None

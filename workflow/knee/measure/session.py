@@ -107,6 +107,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     model = model_facts(s.plan["model"])
     preboot.refuse_overwrite(root, sid)
     preboot.preflight(s.plan, s.info["arm"], s.rt)
+    preboot.warn_split_pair(s.plan, root, sid, receipts.host_boot_id())
     # the engine environment's versions, (docker) the image receipt: digest and versions, or
     # (external) what the servers said of themselves before the first session
     engine_facts = jsonio.read(engine_info)
