@@ -20,6 +20,9 @@ class Case:
     id: str
     change: Callable[[dict], object] | str | bytes  # a mutation of the default, or a file
     expect: str  # a regular expression the message must match
+    # what the machine that boots the sessions must offer (engine CPUs and Python): refused by
+    # `knee validate-config --here` and by the session before it boots, planned anywhere
+    here: bool = False
 
     def file(self, name: str) -> bytes:
         """The config file of this case (its experiment name made unique)."""
@@ -191,9 +194,10 @@ CASES = [
          r"runtime.engine.env.VLLM_CACHE_ROOT: knee sets it itself"),
     # an engine Python that is not there is refused before anything runs
     Case("engine-python-absent", S("runtime.engine", {"python": "/opt/nowhere/bin/python3"}),
-         r"runtime.engine.python: '/opt/nowhere/bin/python3' is not an executable file"),
+         r"runtime.engine.python: '/opt/nowhere/bin/python3' is not an executable file",
+         here=True),
     Case("engine-python-directory", S("runtime.engine", {"python": "/usr/bin"}),
-         r"runtime.engine.python: '/usr/bin' is not an executable file"),
+         r"runtime.engine.python: '/usr/bin' is not an executable file", here=True),
     # sbatch stops parsing options at its first operand and runs it as the batch script
     Case("slurm-extra-operand", S("runtime.session_resources",
                                   {"slurm_extra": "--time=5 Snakefile"}),
@@ -288,7 +292,7 @@ CASES = [
     Case("model-path-not-model", all_of(D("model.generate"), S("model.path", "config")),
          r"model.path: 'config' holds no config.json"),
     Case("engine-cpu-absent", S("runtime.engine_cpus", [999]),
-         r"runtime.engine_cpus\[0\]: CPU 999 is not one"),
+         r"runtime.engine_cpus\[0\]: CPU 999 is not one", here=True),
     Case("engine-cpu-negative", S("runtime.engine_cpus", [-1]), r"engine_cpus\[0\]: -1 is less"),
     # the bar
     Case("rule-both-kinds", S(f"{RULE}.within_pct", 2),

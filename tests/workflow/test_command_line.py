@@ -53,25 +53,23 @@ def test_both_forms_plan_the_same_jobs_and_the_same_plan(tmp_path):
 
 
 @pytest.mark.workflow
-def test_engine_cpus_this_machine_lacks_refuse_a_run_not_a_measured_folders_re_render(tmp_path):
-    """config/aa-h200-35b-pinned.yaml pins the engine to CPUs 0-7 of the GPU host: its published
-    folder, every session measured, plans here with nothing to boot; the same config under a
-    new name, whose sessions would boot here, is refused naming the CPU (and so is
-    `knee validate-config`, which checks the machine it runs on)."""
+def test_a_gpu_hosts_config_plans_on_any_machine_and_is_checked_where_it_boots(tmp_path):
+    """config/aa-h200-35b-pinned.yaml pins the engine to CPUs 0-7 of the GPU host and boots
+    the host's own Python: under a new name, whose sessions would all boot, `snakemake -n` and
+    `knee validate-config` plan it on this machine too; `knee validate-config --here` refuses
+    it naming the CPU, as the session does before it boots (tests/plan/test_machine.py)."""
     source = "config/aa-h200-35b-pinned.yaml"
     cpus = yaml.safe_load((ROOT / source).read_text())["runtime"]["engine_cpus"]
     if set(cpus) <= os.sched_getaffinity(0):
         pytest.skip("this machine has every CPU the config pins")
-    r = run_snakemake("-n", "--configfile", source)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "rule session:" not in r.stdout
     path, _ = unique_config(tmp_path, source)
     r = run_snakemake("-n", "--configfile", str(path))
-    said = r.stdout + r.stderr
-    assert r.returncode != 0 and "runtime.engine_cpus[" in said, said[-2000:]
-    assert "is not one this machine lets knee use" in said
-    v = run_knee("validate-config", source, timeout=120)
-    assert v.returncode != 0 and "runtime.engine_cpus[" in v.stderr
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+    assert "rule session:" in r.stdout
+    assert run_knee("validate-config", str(path), timeout=120).returncode == 0
+    v = run_knee("validate-config", "--here", str(path), timeout=120)
+    assert v.returncode == 1 and "runtime.engine_cpus[" in v.stderr, v.stderr
+    assert "is not one this machine lets knee use" in v.stderr
 
 
 @pytest.mark.workflow

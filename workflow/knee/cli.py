@@ -32,7 +32,7 @@ EXIT_VERDICT = {"PASS": 0, "FAIL": 10, "INCONCLUSIVE": 11, "CONFOUNDED": 12,
 def cmd_validate_config(args) -> int:
     from knee.plan import config
 
-    cfg = config.validate_here(args.config)
+    cfg = config.validate_here(args.config) if args.here else config.load_checked(args.config)
     print(cfg["name"] if args.print_name else f"{args.config}: valid")
     return 0
 

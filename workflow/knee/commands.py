@@ -25,7 +25,11 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
     "validate-config": ("check an experiment file and plan it, writing nothing",
                         "knee validate-config config/ksched.yaml", [
         ("config", {"type": Path, "help": "the experiment file"}),
-        ("--print-name", {"action": "store_true", "help": "print only the experiment's name"})]),
+        ("--print-name", {"action": "store_true", "help": "print only the experiment's name"}),
+        ("--here", {"action": "store_true",
+                    "help": "also check that this machine can boot the sessions: the engine "
+                            "CPUs and Python the config names (a session checks them again "
+                            "before it boots)"})]),
     "plan": ("write plan.json: arms, session order, instruments, the bar and its sha256",
              f"knee plan --config config/config.yaml --out {R}/plan.json", [
         ("--config", {"type": Path, "nargs": "+", "required": True,

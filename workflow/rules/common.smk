@@ -190,14 +190,6 @@ def session_outputs(sid):
     return out
 
 
-# the engine CPUs and Python are this machine's only while a session is still to be measured here
-if not all(session_done(sid) for sid in SESSIONS):
-    try:
-        knee_places.check_here(PLAN, CONFIG_SOURCE)
-    except KneeError as e:
-        raise WorkflowError(str(e)) from None
-
-
 def window_files(wildcards):
     """An instrument window's raw files, as its session stored them."""
     out = session_outputs(wildcards.sid)

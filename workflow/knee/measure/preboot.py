@@ -29,14 +29,14 @@ def refuse_overwrite(root: Path, sid: str) -> None:
 
 def preflight(plan: Plan, arm_name: str, rt: dict | None = None) -> None:
     """What this node must offer before anything boots: every secret the arm takes by
-    reference, the engine's CPUs and GPUs (`rt`: the session's runtime section), and a model
-    given by path."""
+    reference, the engine's CPUs, Python and GPUs (`rt`: the session's runtime section), and a
+    model given by path."""
     rt = plan["runtime"] if rt is None else rt
     missing = [k for k in plan["arms"][arm_name].get("secret_env", []) if not os.environ.get(k)]
     if missing:
         raise KneeError(f"the {arm_name} arm's secret_env: ${missing[0]} is not set in "
                                "knee's environment; nothing was booted")
-    places.check_cpus(rt.get("engine_cpus"), "plan.json")
+    places.check_machine(rt, "plan.json")
     if gpus := gpu.ids(rt):
         gpu.facts(gpu.nvml(), gpus)  # NVML answers for every GPU named
     if not plan["model"]["generated"]:

@@ -71,10 +71,17 @@ def load(path: Path | str) -> dict:
     return validate(load_raw(path), str(path))
 
 
-def validate_here(path: Path | str) -> dict:
-    """What `knee validate-config` checks: the file, its plan, and this machine's CPUs."""
+def load_checked(path: Path | str) -> dict:
+    """What `knee validate-config` checks on any machine: the file and its plan."""
     cfg = load(path)
     make_plan(cfg, str(path))
+    return cfg
+
+
+def validate_here(path: Path | str) -> dict:
+    """`knee validate-config --here`: the file, its plan, and that this machine can boot its
+    sessions (the engine CPUs and Python: knee.plan.places.check_here)."""
+    cfg = load_checked(path)
     places.check_here(cfg, str(path))
     return cfg
 

@@ -120,15 +120,19 @@ def check_host(host: str, source: str) -> None:
 
 
 def check_here(config: dict, source: str) -> None:
-    """What a config's sessions need of the machine that boots them, its engine CPUs and its
-    engine Python: `knee validate-config`, and the workflow while a session of the folder is
-    still to be measured (not in Slurm jobs, which check on their node); a folder whose
-    sessions are all measured re-renders on any machine."""
-    if "session_resources" in config["runtime"]:
-        return
-    check_cpus(config["runtime"].get("engine_cpus"), source)
-    check_arm_cpus(config["runtime"].get("arm_cpus"), source)
-    python = config["runtime"].get("engine", {}).get("python")
+    """`knee validate-config --here`: whether this machine can boot the config's sessions (a
+    Slurm job's session checks on its node). Nothing else asks it of the machine that plans or
+    re-renders: each session checks again before it boots (knee.measure.preboot)."""
+    if "session_resources" not in config["runtime"]:
+        check_machine(config["runtime"], source)
+
+
+def check_machine(rt: dict, source: str) -> None:
+    """What a runtime section needs of the machine that boots it: its engine CPUs (both arms'
+    sets at once in simultaneous order) and its engine Python."""
+    check_cpus(rt.get("engine_cpus"), source)
+    check_arm_cpus(rt.get("arm_cpus"), source)
+    python = rt.get("engine", {}).get("python")
     if python:
         path = Path(python)
         if not path.is_file() or not os.access(path, os.X_OK):
@@ -231,9 +235,9 @@ def engine_python(engine: dict) -> str:
 
 
 def check(config: dict, source: str) -> None:
-    """Every path of a validated config, on this machine (its CPUs and engine Python:
-    check_here). A session run elsewhere (a Slurm job) checks its model and CPUs again on its
-    node before it boots."""
+    """Every path of a validated config that any machine can check. The engine CPUs and Python
+    are the booting machine's (check_machine, before each session; check_here on request); a
+    session run elsewhere (a Slurm job) checks its model again on its node before it boots."""
     rt = config["runtime"]
     runtime = runtimes.of(config)
     if runtime.image and "image" not in rt:
