@@ -185,3 +185,81 @@ def test_more_accepted_than_drafted_cannot_be_a_measurement():
     after = _moved(AFTER, prom.ACCEPTED, 1e6)
     with pytest.raises(KneeError, match=r"more than the .* draft tokens proposed: not a measure"):
         prom.window_deltas(BEFORE, after, "w", requests=10, speculation=True)
+
+
+def test_draft_lengths_of_a_fixed_k_and_of_a_schedule_by_requests_in_flight():
+    schedule = {"num_speculative_tokens": 5,
+                "num_speculative_tokens_per_batch_size": [[1, 2, 5], [3, 16, 1]]}
+    assert prom.draft_lengths(None) == []
+    assert prom.draft_lengths({"method": "ngram", "num_speculative_tokens": 5}, 16) == [5]
+    assert prom.draft_lengths(schedule) == [1, 5]
+    assert prom.draft_lengths(schedule, 1) == prom.draft_lengths(schedule, 2) == [5]
+    assert prom.draft_lengths(schedule, 8) == [1, 5]
+    # k=0 proposes nothing; a batch size the schedule leaves out runs the config's own k
+    assert prom.draft_lengths({"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size":
+                               [[1, 2, 5], [3, 8, 0]]}, 8) == [5]
+    assert prom.draft_lengths({"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size":
+                               [[2, 8, 5]]}, 4) == [3, 5]
+
+
+def test_requests_in_flight_from_send_to_done():
+    recs = [{"t_send": 0.0, "t_done": 2.0}, {"t_send": 1.0, "t_done": 3.0},
+            {"t_send": 2.0, "t_done": 4.0}, {"t_send": 5.0, "t_done": None}]
+    assert prom.in_flight(recs) == 2  # the first is done as the third is sent
+    assert prom.in_flight([]) == 0
+
+
+def mixed_window(long: int, short: int, truth: list[float]) -> dict:
+    """The counters of a window in which `long` drafts proposed len(truth) tokens, accepted at
+    position i with probability truth[i] (expected counts), and `short` drafts proposed one."""
+    per_pos = [truth[0] * (long + short)] + [t * long for t in truth[1:]]
+    return {"spec_decode_num_drafts": long + short,
+            "spec_decode_num_draft_tokens": len(truth) * long + short,
+            "spec_decode_num_accepted_tokens": sum(per_pos),
+            "spec_decode_num_accepted_tokens_per_pos": per_pos}
+
+
+def test_a_window_of_two_draft_lengths_shows_no_rate_it_cannot_tell():
+    """k=5 at 1-2 sequences and k=1 above, in one window: position 2 on reached by the k=5
+    drafts alone, in a number the counters do not give. Dividing by every draft read 0.95,
+    0.10, ... (the published smollm2-cpu candidate): a schedule effect, not acceptance."""
+    truth = [0.95, 0.8, 0.7, 0.6, 0.5]
+    d = mixed_window(long=100, short=900, truth=truth)
+    s = prom.spec_summary(d, draft_ks=[1, 5])
+    assert prom.proposing_drafts(1000, 5, [1, 5]) == [1000, None, None, None, None]
+    assert s["per_position_rate"] == [pytest.approx(0.95), None, None, None, None]
+    assert s["knee_position"] is None
+    assert prom.spec_summary(d)["per_position_rate"][1] == pytest.approx(0.08)  # the old reading
+    assert s["mean_acceptance_length"] == pytest.approx(1 + (950 + 80 + 70 + 60 + 50) / 1000)
+    one = prom.spec_summary(mixed_window(200, 0, [0.9, 0.5, 0.1]), draft_ks=[3])
+    assert one["per_position_rate"] == pytest.approx([0.9, 0.5, 0.1])
+    assert one["knee_position"] == 3
+
+
+def test_a_window_of_several_lengths_says_why_its_later_positions_are_not_shown():
+    d = prom.window_deltas(BEFORE, AFTER, "w", requests=10, speculation=True,
+                           draft_ks=[2, 3, 5])
+    fixed = prom.window_deltas(BEFORE, AFTER, "w", requests=10, speculation=True)
+    assert d["per_position_rate"][:2] == fixed["per_position_rate"][:2]
+    assert d["per_position_rate"][2:] == [None, None, None]
+    assert any("draft lengths [2, 3, 5] in one window" in f for f in d["flags"])
+    assert not any("draft lengths" in f for f in fixed["flags"])
+
+
+@pytest.mark.parametrize("name", ["smollm2-cpu", "ksched-h200"])
+def test_published_schedule_windows_show_rates_only_where_every_draft_proposed(name):
+    """On the published folders: a k-schedule candidate's single-stream windows (one request in
+    flight: k=5 only) keep every position; its sweep (up to 16 in flight: k=5 and k=1) shows
+    position 1 alone; the fixed-k control keeps every position everywhere."""
+    from knee.core import jsonio, rawfiles
+
+    root = ROOT / "results" / name
+    for sid in ("1-control", "1-candidate"):
+        boot = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")
+        for inst, positions in (("sweep", 1 if sid == "1-candidate" else 5), ("fixture", 5)):
+            stored = [rawfiles.stored(root / "raw" / sid, f"{inst}.{kind}")
+                      for kind in ("json", "prom.before", "prom.after")]
+            m = prom.window_metrics(jsonio.read(stored[0], "raw"), boot, *stored[1:], 0.2)
+            rates = m["per_position_rate"]
+            assert len(rates) == 5 and sum(r is not None for r in rates) == positions, (sid, inst)
+            assert all(r <= 1 for r in rates if r is not None)

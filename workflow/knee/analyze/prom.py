@@ -133,8 +133,11 @@ def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | Non
 
 def window_deltas(before_text: str, after_text: str, window: str, requests: int,
                   speculation: bool, client_tokens: int | None = None,
-                  files: str = "", knee_threshold: float = KNEE_THRESHOLD) -> dict[str, Any]:
-    """Checked counter deltas, server histograms and spec-decode analysis over one window."""
+                  files: str = "", knee_threshold: float = KNEE_THRESHOLD,
+                  draft_ks: Sequence[int] = ()) -> dict[str, Any]:
+    """Checked counter deltas, server histograms and spec-decode analysis over one window.
+    draft_ks: the draft lengths the arm's speculative config may use (draft_lengths); one or
+    none: every draft proposed every position."""
     if requests <= 0:
         raise KneeError(f"{window}: the scrape pair brackets no requests ({files})")
     before = parse(before_text, f"{window} before")
@@ -180,7 +183,12 @@ def window_deltas(before_text: str, after_text: str, window: str, requests: int,
     pa, pb = total(after, PER_POS, "position") or {}, total(before, PER_POS, "position") or {}
     out["spec_decode_num_accepted_tokens_per_pos"] = [
         pa[p] - pb.get(p, 0.0) for p in sorted(pa, key=int)]
-    out.update(spec_summary(out, knee_threshold))
+    out.update(spec_summary(out, knee_threshold, draft_ks))
+    if out["per_position_rate"] and out["per_position_rate"][-1] is None:
+        out["flags"].append(
+            f"draft lengths {sorted(set(draft_ks))} in one window: how many drafts proposed a "
+            "position past the shortest cannot be told from the counters, so its rate is not "
+            "shown")
     itl = out["server_latency"]["inter_token_latency_s"]
     out.update(ceiling(out, itl["mean"] if itl else None))
     return out
@@ -190,14 +198,59 @@ def _key(name: str) -> str:
     return name.removeprefix("vllm:").removesuffix("_total")
 
 
-def spec_summary(d: dict[str, Any], knee_threshold: float = KNEE_THRESHOLD) -> dict[str, Any]:
+def draft_lengths(spec: Mapping[str, Any] | None, in_flight: int | None = None) -> list[int]:
+    """The draft lengths (k) a speculative config may use with at most `in_flight` requests
+    running (None: any number): its one k, or the k of every row of its batch size schedule
+    (num_speculative_tokens_per_batch_size: [low, high, k]) that starts at or below it, and
+    its own k where the schedule leaves a batch size uncovered; 0 proposes nothing."""
+    if not spec:
+        return []
+    own = int(spec.get("num_speculative_tokens") or 0)
+    rows = [(int(lo), int(hi), int(k))
+            for lo, hi, k in spec.get("num_speculative_tokens_per_batch_size") or []]
+    if not rows:
+        return [own] if own > 0 else []
+    top = in_flight if in_flight is not None else max(hi for _, hi, _ in rows)
+    ks = {k for lo, _, k in rows if lo <= top}
+    if any(not any(lo <= b <= hi for lo, hi, _ in rows) for b in range(1, top + 1)):
+        ks.add(own)
+    return sorted(k for k in ks if k > 0)
+
+
+def in_flight(records: Sequence[Mapping[str, Any]]) -> int:
+    """The most requests a point's records had in flight at once (send to done)."""
+    edges = sorted(e for r in records if r.get("t_done") is not None
+                   for e in ((r["t_send"], 1), (r["t_done"], -1)))
+    most = now = 0
+    for _, step in sorted(edges, key=lambda e: (e[0], e[1])):
+        now += step
+        most = max(most, now)
+    return most
+
+
+def proposing_drafts(drafts: float, positions: int, ks: Sequence[int]) -> list[float | None]:
+    """The drafts that proposed each position, where the counters tell: with one draft length,
+    every draft (vLLM's own definition: the share of drafts that reached the position); with
+    several, every draft up to the shortest length and, past it, None: the counters do not say
+    how many drafts of which length ran (an ngram draft may also be cut short)."""
+    shortest = min(ks, default=positions)
+    if len(set(ks)) <= 1:
+        return [drafts] * positions
+    return [drafts if i < shortest else None for i in range(positions)]
+
+
+def spec_summary(d: dict[str, Any], knee_threshold: float = KNEE_THRESHOLD,
+                 draft_ks: Sequence[int] = ()) -> dict[str, Any]:
     """The reference write-ups' definitions: rates over drafts and draft tokens, and the knee
-    position."""
+    position. A position's rate divides its accepted tokens by the drafts that proposed it
+    (proposing_drafts); a position where the counters cannot tell how many did has None."""
     drafts = d["spec_decode_num_drafts"]
     accepted = d["spec_decode_num_accepted_tokens"]
     per_pos = d.get("spec_decode_num_accepted_tokens_per_pos", [])
-    rates = [x / drafts for x in per_pos]
-    acceptance_knee = next((i + 1 for i, r in enumerate(rates) if r < knee_threshold), None)
+    proposed = proposing_drafts(drafts, len(per_pos), draft_ks)
+    rates = [x / n if n else None for x, n in zip(per_pos, proposed, strict=True)]
+    acceptance_knee = next((i + 1 for i, r in enumerate(rates)
+                            if r is not None and r < knee_threshold), None)
     return {
         "acceptance_rate": accepted / d["spec_decode_num_draft_tokens"],
         "mean_acceptance_length": 1 + accepted / drafts,
@@ -235,37 +288,43 @@ def acceptance_table(windows: Sequence[Mapping[str, Any]],
 
 def instrument_metrics(raw: Mapping[str, Any], before: str, after: str, speculation: bool,
                        knee_threshold: float, files: str,
-                       withheld: Mapping[float | str, str] | None = None) -> dict[str, Any]:
+                       withheld: Mapping[float | str, str] | None = None,
+                       spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The window metrics of one instrument run (and, where each point brackets scrapes of its
     own, as the probe's temperatures do, of each point). withheld: temperature -> why the
     engine's sampling there is not a measurement (knee.analyze.sampling.withheld): a window or
-    point sampled at one gets no acceptance figures, and says why."""
-    records = [r for p in raw["points"] for r in p["records"]]
-    records += (raw.get("warmup") or {}).get("records", [])
+    point sampled at one gets no acceptance figures, and says why. spec: the arm's speculative
+    config, whose draft lengths at the window's most requests in flight say which positions
+    every draft proposed."""
+    warmup = (raw.get("warmup") or {}).get("records", [])
+    records = [r for p in raw["points"] for r in p["records"]] + warmup
+    most = max([in_flight(p["records"]) for p in raw["points"]] + [in_flight(warmup)])
     out = window_deltas(before, after, f"{raw['session']}/{raw['instrument']}",
                         requests=len(records), speculation=speculation,
                         client_tokens=sum(r["output_tokens"] for r in records), files=files,
-                        knee_threshold=knee_threshold)
+                        knee_threshold=knee_threshold, draft_ks=draft_lengths(spec, most))
     out["client_latency"] = window_client_summary(records)
     gone = withheld or {}
     if why := next(filter(None, (sampling.point_reason(gone, p) for p in raw["points"])), None):
         out = withhold(out, why)
     if instruments.get(raw["instrument"]).point_scrapes and \
             all("prom_before" in p for p in raw["points"]):
-        out["temperatures"] = [point_metrics(raw, p, speculation, knee_threshold, files, gone)
-                               for p in raw["points"]]
+        out["temperatures"] = [point_metrics(raw, p, speculation, knee_threshold, files, gone,
+                                             spec) for p in raw["points"]]
     return out
 
 
 def point_metrics(raw: Mapping[str, Any], p: dict[str, Any], speculation: bool,
                   knee_threshold: float,
-                  files: str, withheld: Mapping[float | str, str]) -> dict[str, Any]:
+                  files: str, withheld: Mapping[float | str, str],
+                  spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One point's own window metrics, from the scrapes embedded in its record."""
     out = {"point": p["point"], **window_deltas(
         p["prom_before"], p["prom_after"], f"{raw['session']}/{raw['instrument']} {p['point']}",
         requests=len(p["records"]), speculation=speculation,
         client_tokens=sum(r["output_tokens"] for r in p["records"]),
-        files=f"{files} (embedded scrapes of {p['point']})", knee_threshold=knee_threshold)}
+        files=f"{files} (embedded scrapes of {p['point']})", knee_threshold=knee_threshold,
+        draft_ks=draft_lengths(spec, in_flight(p["records"])))}
     why = sampling.point_reason(withheld, p)
     return withhold(out, why) if why else out
 
@@ -290,7 +349,7 @@ def window_metrics(raw: Mapping[str, Any], boot: Mapping[str, Any], before: Path
         raw, jsonio.read_text(before), jsonio.read_text(after),
         speculation=bool(boot["server"].get("speculative_config")),
         knee_threshold=knee_threshold, files=f"{before}, {after}",
-        withheld=sampling.withheld(boot))
+        withheld=sampling.withheld(boot), spec=boot["server"].get("speculative_config"))
 
 
 def disagreement(raw: dict[str, Any], before: str, after: str) -> str | None:

@@ -5,6 +5,7 @@ Every prompt is exactly `prompt_tokens` tokens of the served model's own tokeniz
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from knee.core import prompts
@@ -100,7 +101,8 @@ def draw_acceptance(ax: Axes, view: View) -> None:
     windows = [w for w in speculative if w["per_position_rate"] is not None]
     for w in windows:
         arm = w["session"].split("-", 1)[1]
-        rates = w["per_position_rate"]
+        # a position whose drafts cannot be told (None) is a gap in the line
+        rates = [math.nan if r is None else r for r in w["per_position_rate"]]
         xs = range(1, len(rates) + 1)
         ax.plot(xs, rates, "o-", color=view.colors.get(arm, "k"), alpha=0.8, label=w["session"])
         if w["knee_position"]:

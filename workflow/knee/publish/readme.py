@@ -27,9 +27,10 @@ def ms(hist: dict | None) -> str:
     return "–" if not hist or hist.get("mean") is None else f"{hist['mean'] * 1000:.2f}"
 
 
-def positions(rates: list[float], at: str) -> str:
-    """Per-position rates, each linked to its place in the file."""
-    return ", ".join(f"[{r:.2f}]({at}/{i})" for i, r in enumerate(rates))
+def positions(rates: list[float | None], at: str) -> str:
+    """Per-position rates, each linked to its place in the file ("n/a" where the drafts that
+    proposed a position cannot be told)."""
+    return ", ".join("n/a" if r is None else f"[{r:.2f}]({at}/{i})" for i, r in enumerate(rates))
 
 
 def in_folder(path) -> str:
@@ -294,7 +295,7 @@ def over_boots(windows: Sequence[Mapping[str, Any]], confidence: float = 0.95) -
         m = float(np.mean(rates))
         half = (inference.t_quantile(0.5 + confidence / 2, len(rates) - 1)
                 * float(np.std(rates, ddof=1)) / len(rates) ** 0.5 if len(rates) > 1 else None)
-        positions = [float(np.mean(p))
+        positions = [float(np.mean(known)) if (known := [r for r in p if r is not None]) else None
                      for p in zip(*(t["per_position_rate"] for t in ts), strict=True)]
         out.append({"arm": arm, "point": point, "boots": len(rates), "mean": m,
                     "interval": [m - half, m + half] if half is not None else None,
@@ -302,13 +303,18 @@ def over_boots(windows: Sequence[Mapping[str, Any]], confidence: float = 0.95) -
     return out
 
 
-def conditional(rates: list[float] | None) -> str:
+def conditional(rates: list[float | None] | None) -> str:
     """Per draft position, the chance it is accepted given the one before it was: a_i / a_i-1
-    (the first position's is its own rate; none where the one before was never accepted)."""
+    (the first position's is its own rate; none where the one before was never accepted; n/a
+    where either rate cannot be told)."""
     rates = rates or []
-    return ", ".join(
-        "none" if i and not rates[i - 1] else f"{r / (rates[i - 1] if i else 1):.2f}"
-        for i, r in enumerate(rates))
+
+    def one(i: int, r: float | None) -> str:
+        before = rates[i - 1] if i else 1.0
+        if r is None or before is None:
+            return "n/a"
+        return "none" if not before else f"{r / before:.2f}"
+    return ", ".join(one(i, r) for i, r in enumerate(rates))
 
 
 def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
