@@ -46,6 +46,9 @@ def test_sweep_prompts_are_exactly_the_configured_tokens(engine, api):
     assert len(records) == 6 and not any(r["error"] for r in records)
     assert all(r["output_tokens"] == 12 and r["finish_reason"] == "length" for r in records)
     assert point["profile"]["endpoint"] == f"/v1/{'chat/' if api == 'chat' else ''}completions"
+    # the engine's own token ids, one per counted token, and their sha256
+    assert all(len(r["output_token_ids"]) == 12 and len(r["output_sha256"]) == 64
+               for r in records)
     if api == "completions":  # the text itself is the prompt: exactly 57 tokens
         assert {r["prompt_tokens"] for r in records} == {57}
     else:  # the chat template adds the same role prefix and suffix to every prompt

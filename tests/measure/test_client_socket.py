@@ -2,6 +2,7 @@
 
 import asyncio
 import gc
+import hashlib
 import socket
 import sys
 import threading
@@ -123,3 +124,39 @@ def test_an_answer_of_another_length_than_asked_is_an_error(sent, sampling, erro
     server.join(5)
     rec = result["records"][0]
     assert rec["output_tokens"] == sent and rec["error"] == error
+
+
+def ids_event(total: int, ids: list[int]) -> bytes:
+    data = b"data: " + orjson.dumps({"choices": [{"text": "x", "finish_reason": None,
+                                                  "token_ids": ids}],
+                                     "usage": {"prompt_tokens": 3,
+                                               "completion_tokens": total}}) + b"\n\n"
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def answer(*events: bytes):
+    def script(conn, seen):
+        conn.sendall(HEAD + b"".join(events) + b"0\r\n\r\n")
+    return script
+
+
+def test_the_output_token_ids_and_their_sha256_are_recorded():
+    """A chunk of several accepted tokens carries them all."""
+    rec, _ = run_one(answer(ids_event(2, [7, 11])))
+    assert rec["error"] is None and rec["output_token_ids"] == [7, 11]
+    assert rec["output_sha256"] == hashlib.sha256(b"7,11").hexdigest()
+
+
+def test_token_ids_that_do_not_count_the_usage_are_an_error_and_none_is_no_digest():
+    rec, _ = run_one(answer(ids_event(1, [7]), ids_event(2, [])))
+    assert rec["error"] == ("TokenIdError: 1 token ids for 2 output tokens counted by the "
+                            "server's usage") and rec["output_sha256"] is None
+    rec, _ = run_one(answer(event(1), event(2)))  # a server that returns no token ids
+    assert rec["error"] is None and rec["output_token_ids"] is None
+    assert rec["output_sha256"] is None
+
+
+def test_every_request_asks_for_its_token_ids():
+    body = client.request_body("chat", "m", "hi", {"max_tokens": 2})
+    assert body["return_token_ids"] is True
+    assert client.request_body("completions", "m", "hi", {})["return_token_ids"] is True

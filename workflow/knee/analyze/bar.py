@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from knee.analyze import covariate, hosts, inference
+from knee.analyze import covariate, hosts, inference, samework
 from knee.core.records import Plan
 from knee.plan import adjust as registered
 from knee.plan import stopping
@@ -134,10 +134,12 @@ def judge(comparison: Mapping[str, Any], bar: Mapping[str, Any], pairs: int, bar
 def confounds(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The engine-side differences between the arms beyond the variable (what each boot's
     engine said it resolved) that the bar did not pre-register: one variable means one
-    variable as the engine ran it."""
+    variable as the engine ran it; and each point where more of the paired requests generated
+    different tokens than the bar's max_divergent_share allows (the arms did different work)."""
     expected = bar.get("expected_engine_differences") or []
     return [d for d in comparison.get("engine_differences") or []
-            if not any(e in d["what"] for e in expected)]
+            if not any(e in d["what"] for e in expected)] \
+        + samework.divergences(comparison, bar.get("max_divergent_share"))
 
 
 def judge_plan(plan: Plan, comparison: Mapping[str, Any],

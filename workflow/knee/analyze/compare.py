@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knee import instruments
-from knee.analyze import covariate, inference, noise, prom, resolved, sampling, together
+from knee.analyze import covariate, inference, noise, prom, resolved, samework, sampling, together
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import decode_rate, mean, pct, point_summary
 from knee.core.records import Plan
@@ -339,7 +339,8 @@ def compare(plan: Plan, sessions: Sessions) -> dict[str, Any]:
             **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {}),
             **({"gpu": clocks} if (clocks := gpu_clocks(plan, sessions)) else {}),
             **(covariate.section(plan, sessions) if not bad else {}),
-            **engine_side(plan, sessions), **sampling_withheld(plan, sessions),
+            **engine_side(plan, sessions), **samework.section(sessions),
+            **sampling_withheld(plan, sessions),
             **together.section(plan, sessions),
             **({"counter_disagreements": counters} if counters else {})}
     sections = derived(sessions, valid=not bad)

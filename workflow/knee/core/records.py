@@ -186,6 +186,19 @@ class ComparisonRow(TypedDict, total=False):
     per_pair_delta_pct: list[float | None]
 
 
+class SameWorkRow(TypedDict):
+    """One point of comparison.json's same_work: the paired requests and how many generated
+    identical output tokens in both arms (knee.analyze.samework)."""
+
+    instrument: str
+    point: str
+    paired: int
+    identical: int
+    identical_share: float
+    first_difference_median: float | None
+    divergent: list[Section]
+
+
 class Comparison(Stamped, total=False):
     """comparison/comparison.json."""
 
@@ -200,6 +213,7 @@ class Comparison(Stamped, total=False):
     host_flags: Any
     gpu: Any
     engine_differences: Any
+    same_work: list[SameWorkRow]
     covariate: Section
     host_speed: Any
     fixture_classes: Any

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 import socket
 import struct
 import sys
@@ -56,6 +57,10 @@ class Record:
     finish_reason: str | None = None
     error: str | None = None
     server_stamps: list[float] | None = None  # only from a server that stamps its chunks
+    # the generated token ids (the server's token_ids, asked for with return_token_ids) and
+    # their sha256: whether both arms generated the same tokens (knee.analyze.samework)
+    output_token_ids: list[int] | None = None
+    output_sha256: str | None = None
 
 
 class StreamError(ValueError):
@@ -74,6 +79,10 @@ def _apply_chunk(rec: Record, data: dict, now: float) -> None:
     finish = choices[0].get("finish_reason")
     if finish:
         rec.finish_reason = finish
+    if (ids := choices[0].get("token_ids")) is not None:
+        if rec.output_token_ids is None:
+            rec.output_token_ids = []
+        rec.output_token_ids += ids
     tokens = total - rec.output_tokens
     rec.output_tokens = total
     if tokens <= 0:
@@ -311,11 +320,26 @@ def request_body(api: str, model: str, prompt, sampling: dict, index: int = 0) -
     if "seed" in sampling:
         sampling = {**sampling, "seed": sampling["seed"] + index}
     stream = {"stream": True, "stream_options": {"include_usage": True,
-                                                 "continuous_usage_stats": True}}
+                                                 "continuous_usage_stats": True},
+              "return_token_ids": True}
     if api == "chat":
         return {"model": model, "messages": [{"role": "user", "content": prompt}],
                 **stream, **sampling}
     return {"model": model, "prompt": prompt, **stream, **sampling}
+
+
+def output_digest(rec: Record) -> str | None:
+    """The sha256 of the output token ids (decimal, comma-separated), once the server gave
+    them; an error where they do not count the tokens its usage counted."""
+    ids = rec.output_token_ids
+    if ids is None:
+        return None
+    if len(ids) != rec.output_tokens:
+        rec.error = (f"TokenIdError: {len(ids)} token ids for {rec.output_tokens} output tokens "
+                     "counted by the server's usage")
+        return None
+    rec.output_sha256 = hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()
+    return rec.output_sha256
 
 
 def length_error(rec: Record, sampling: dict) -> str | None:
@@ -365,6 +389,8 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
                         conn.keep = False
                 else:
                     rec.error = length_error(rec, sampling)
+                    if rec.error is None:
+                        output_digest(rec)
                 finally:
                     rec.t_done = time.perf_counter() - t0
                 records.append(rec)

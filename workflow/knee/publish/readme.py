@@ -136,6 +136,7 @@ def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: d
             f"{' and '.join(d['arms'])}): {mdtext.text(d['what'])} "
             "([comparison.json](comparison/comparison.json#/engine_differences))."
             for d in comparison.get("engine_differences", [])]
+    out += same_work_lines(comparison.get("same_work", []))
     out += [f"Nothing sampled at temperature {w['temperature']:g} is reported (acceptance or "
             f"decode) for sessions {', '.join(w['sessions'])}: {mdtext.text(w['why'])} "
             "([comparison.json](comparison/comparison.json#/sampling_withheld))."
@@ -148,17 +149,43 @@ def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: d
             f"{', '.join(w['sessions'])}: {mdtext.text(w['why'])}; nothing is withheld for it "
             "([comparison.json](comparison/comparison.json#/sampling_undecided))."
             for w in comparison.get("sampling_undecided", [])]
-    if bar.get("confounds"):
+    work = [d for d in bar.get("confounds", []) if d["kind"] == "output tokens"]
+    if work:
+        out.append(f"The verdict is CONFOUNDED (the rules alone: {bar['rules_verdict']}): the "
+                   "arms generated different tokens for the same requests, beyond the bar's "
+                   "max_divergent_share: " + "; ".join(mdtext.text(d["what"]) for d in work)
+                   + " ([bar.json](comparison/bar.json#/confounds)).")
+    if len(work) < len(bar.get("confounds", [])):
         out.append(f"The verdict is CONFOUNDED (the rules alone: {bar['rules_verdict']}): the "
                    "engine ran the arms differently beyond the variable, and the bar did not "
                    "expect it (bar.expected_engine_differences): "
-                   + "; ".join(mdtext.text(d["what"]) for d in bar["confounds"])
+                   + "; ".join(mdtext.text(d["what"]) for d in bar["confounds"]
+                               if d["kind"] != "output tokens")
                    + " ([bar.json](comparison/bar.json#/confounds)).")
     out += [c for c in map(rule_caveat, bar.get("rules", [])) if c]
     out += split_caveats(bar)
     if comparison.get("simultaneous") and runtime.compile_cache:
         out.append(SHARED_CACHE)
     return out
+
+
+def same_work_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Whether the arms generated the same tokens for the same requests: one line where every
+    paired request did, else one per point where some did not."""
+    if not rows:
+        return []
+    link = "([comparison.json](comparison/comparison.json#/same_work))"
+    apart = [r for r in rows if r["identical"] < r["paired"]]
+    if not apart:
+        return [f"Both arms generated identical tokens for every one of the "
+                f"{sum(r['paired'] for r in rows)} paired requests, over {len(rows)} points "
+                f"{link}."]
+    return [f"{r['instrument']} point {mdtext.text(str(r['point']))}: {r['identical']} of "
+            f"{r['paired']} paired requests generated identical tokens in both arms "
+            f"({100 * r['identical_share']:.1f} %)"
+            + (f"; the others first differ at token {r['first_difference_median']:g} (median)"
+               if r["first_difference_median"] is not None else "") + f" {link}."
+            for r in apart]
 
 
 SHARED_CACHE = ("The two sessions of each pair booted at once over one compile cache "
