@@ -139,6 +139,15 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert "Verdict of the pre-registered bar" in readme
     comparison = jsonio.read(root / "comparison" / "comparison.json", "comparison")
     assert comparison["verdict"] == "VALID"
+    # the default bar registers the k schedule's cudagraph override: never CONFOUNDED by it
+    assert jsonio.read(root / "comparison" / "bar.json", "bar")["verdict"] != "CONFOUNDED"
+    # every measured request of both arms paired by its output tokens, per point
+    work = {(r["instrument"], str(r["point"])): r for r in comparison["same_work"]}
+    requests = [r for p in jsonio.read(root / "raw" / "1-control" / "sweep.json.gz",
+                                       "raw")["points"] if p["point"] == 4 for r in p["records"]]
+    assert all(len(r["output_sha256"]) == 64 for r in requests)
+    assert 0 <= work[("sweep", "4")]["identical"] <= work[("sweep", "4")]["paired"] >= len(requests)
+    assert "paired requests" in readme
     assert {(r["instrument"], r["point"]) for r in comparison["rows"]} >= {
         ("sweep", 1), ("sweep", 4), ("fixture", "shell"), ("fixture", "tool_json")}
     boot = jsonio.read(root / "receipts" / "1-candidate-boot.json", "boot")
