@@ -202,11 +202,16 @@ def test_draft_lengths_of_a_fixed_k_and_of_a_schedule_by_requests_in_flight():
                                [[2, 8, 5]]}, 4) == [3, 5]
 
 
-def test_requests_in_flight_from_send_to_done():
+def test_requests_in_flight_and_the_share_of_time_a_loop_held_its_concurrency():
+    from knee.analyze.stats import held_share, in_flight
+
     recs = [{"t_send": 0.0, "t_done": 2.0}, {"t_send": 1.0, "t_done": 3.0},
             {"t_send": 2.0, "t_done": 4.0}, {"t_send": 5.0, "t_done": None}]
-    assert prom.in_flight(recs) == 2  # the first is done as the third is sent
-    assert prom.in_flight([]) == 0
+    assert in_flight(recs) == 2 and in_flight([]) == 0  # the first is done as the third is sent
+    # two in flight from 1 s to 3 s of the 4 s from first send to last done
+    assert held_share(recs, 2) == pytest.approx(0.5)
+    assert held_share(recs, 1) == pytest.approx(1.0) and held_share(recs, 3) == 0.0
+    assert held_share([], 2) is None
 
 
 def mixed_window(long: int, short: int, truth: list[float]) -> dict:

@@ -148,3 +148,18 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_derived_and_r
     assert "Burst (every request at once)" in text and "burst parity" in text
     assert "Burst spans, fastest to slowest request: 1-candidate " in text  # its caveat
     assert "![burst throughput](figures/burst.png)" in text
+
+
+def test_a_held_sweep_keeps_its_concurrency_for_min_window_s(engine):
+    """min_window_s: the run sends from its longer prompt list, in order, until the time has
+    passed; the profile names the list (the same in every session), the record what was sent."""
+    cfg = {**SWEEP, "concurrency": [2], "warmup_requests": 0, "output_tokens": 8,
+           "min_window_s": 2.0, "max_requests_per_stream": 40}
+    (point,) = sweep.run(Target(engine, MODEL, 3, 120, "completions"), cfg)["points"]
+    hold, records = point["hold"], point["records"]
+    assert point["profile"]["requests"] == hold["planned"] == 80
+    assert hold["sent"] == len(records) >= 2 and not any(r["error"] for r in records)
+    assert [r["index"] for r in records] == list(range(len(records)))
+    assert hold["reached"] == (point["wall_s"] >= 2.0)
+    assert hold["reached"] or hold["sent"] == 80
+    assert 0 < point["concurrency_held_share"] <= 1

@@ -160,3 +160,63 @@ def test_every_request_asks_for_its_token_ids():
     body = client.request_body("chat", "m", "hi", {"max_tokens": 2})
     assert body["return_token_ids"] is True
     assert client.request_body("completions", "m", "hi", {})["return_token_ids"] is True
+
+
+class SlowServer(threading.Thread):
+    """Answers every request on every connection after `delay_s`, with two one-token chunks."""
+
+    def __init__(self, delay_s: float):
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port, self.delay_s, self.answered = self.sock.getsockname()[1], delay_s, 0
+
+    def run(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+    def serve(self, conn) -> None:
+        buf = b""
+        with conn:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                while len(buf) < length:
+                    buf += conn.recv(65536)
+                buf = buf[length:]
+                time.sleep(self.delay_s)
+                self.answered += 1
+                conn.sendall(HEAD + event(1) + event(2) + b"0\r\n\r\n")
+
+
+def test_a_held_window_keeps_its_concurrency_for_min_s_from_the_prompts_in_order():
+    server = SlowServer(0.02)
+    server.start()
+    base = f"http://127.0.0.1:{server.port}"
+    prompts = [f"p{i}" for i in range(400)]
+    out = client.run(base, "m", prompts, {"max_tokens": 2}, 2, 10,
+                     hold=client.Hold(min_s=0.3, floor=4))
+    hold, records = out["hold"], out["records"]
+    assert hold["reached"] and out["wall_s"] >= 0.3 and hold["planned"] == 400
+    assert 4 <= hold["sent"] == len(records) < 400
+    assert [r["index"] for r in records] == list(range(len(records)))  # in order, none skipped
+    assert out["concurrency_held_share"] > 0.8
+    # the floor is sent however short min_s is; without a hold, every prompt
+    assert client.run(base, "m", prompts[:6], {"max_tokens": 2}, 2, 10,
+                      hold=client.Hold(min_s=0.0, floor=6))["hold"]["sent"] == 6
+    out = client.run(base, "m", prompts[:5], {"max_tokens": 2}, 2, 10)
+    assert len(out["records"]) == 5 and "hold" not in out
+    # a list that runs out first: every prompt sent, and the window says it ended short
+    short = client.run(base, "m", prompts[:4], {"max_tokens": 2}, 2, 10,
+                       hold=client.Hold(min_s=5.0, floor=2))["hold"]
+    assert short["sent"] == 4 and not short["reached"]
+    server.sock.close()

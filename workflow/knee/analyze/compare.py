@@ -12,7 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from knee import instruments
-from knee.analyze import covariate, inference, noise, prom, resolved, samework, sampling, together
+from knee.analyze import (
+    covariate,
+    held,
+    inference,
+    noise,
+    prom,
+    resolved,
+    samework,
+    sampling,
+    together,
+)
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import decode_rate, mean, pct, point_summary
 from knee.core.records import Plan
@@ -340,6 +350,7 @@ def compare(plan: Plan, sessions: Sessions) -> dict[str, Any]:
             **({"gpu": clocks} if (clocks := gpu_clocks(plan, sessions)) else {}),
             **(covariate.section(plan, sessions) if not bad else {}),
             **engine_side(plan, sessions), **samework.section(sessions),
+            **held.section(sessions),
             **sampling_withheld(plan, sessions),
             **together.section(plan, sessions),
             **({"counter_disagreements": counters} if counters else {})}

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from knee import instruments
 from knee.analyze import sampling
 from knee.analyze.folder import Sessions
-from knee.analyze.stats import window_client_summary
+from knee.analyze.stats import in_flight, window_client_summary
 from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import config_default
@@ -215,17 +215,6 @@ def draft_lengths(spec: Mapping[str, Any] | None, in_flight: int | None = None) 
     if any(not any(lo <= b <= hi for lo, hi, _ in rows) for b in range(1, top + 1)):
         ks.add(own)
     return sorted(k for k in ks if k > 0)
-
-
-def in_flight(records: Sequence[Mapping[str, Any]]) -> int:
-    """The most requests a point's records had in flight at once (send to done)."""
-    edges = sorted(e for r in records if r.get("t_done") is not None
-                   for e in ((r["t_send"], 1), (r["t_done"], -1)))
-    most = now = 0
-    for _, step in sorted(edges, key=lambda e: (e[0], e[1])):
-        now += step
-        most = max(most, now)
-    return most
 
 
 def proposing_drafts(drafts: float, positions: int, ks: Sequence[int]) -> list[float | None]:

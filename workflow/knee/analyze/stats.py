@@ -50,6 +50,36 @@ def chunk_gaps(rec: Mapping[str, Any]) -> list[float]:
 PER_REQUEST = {"ttft": ttft, "decode_rate": decode_rate, "tpot": tpot, "e2e": e2e}
 
 
+def _edges(records: Sequence[Mapping[str, Any]]) -> list[tuple[float, int]]:
+    """Each request's send (+1) and done (-1), in time order (a done before a send at one
+    instant)."""
+    return sorted((e for r in records if r.get("t_done") is not None
+                   for e in ((r["t_send"], 1), (r["t_done"], -1))), key=lambda e: (e[0], e[1]))
+
+
+def in_flight(records: Sequence[Mapping[str, Any]]) -> int:
+    """The most requests a point's records had in flight at once (send to done)."""
+    most = now = 0
+    for _, step in _edges(records):
+        now += step
+        most = max(most, now)
+    return most
+
+
+def held_share(records: Sequence[Mapping[str, Any]], concurrency: int) -> float | None:
+    """The share of a closed loop's time, first send to last done, with `concurrency` requests
+    in flight: the rest is the ramp and the drain, where the engine ran a smaller batch."""
+    edges = _edges(records)
+    if not edges or edges[-1][0] <= edges[0][0]:
+        return None
+    held = now = 0.0
+    for (t, step), (t_next, _) in zip(edges, [*edges[1:], edges[-1]], strict=True):
+        now += step
+        if now >= concurrency:
+            held += t_next - t
+    return held / (edges[-1][0] - edges[0][0])
+
+
 def pct(values: Sequence[float | None], q: float) -> float | None:
     vals = [v for v in values if v is not None]
     return float(np.percentile(vals, q)) if vals else None

@@ -214,6 +214,7 @@ class Comparison(Stamped, total=False):
     gpu: Any
     engine_differences: Any
     same_work: list[SameWorkRow]
+    windows_not_held: list[Section]
     covariate: Section
     host_speed: Any
     fixture_classes: Any

@@ -25,13 +25,35 @@ SCHEMA = {
             "type": "integer", "minimum": 16, "maximum": 131072, "default": 96},
         "output_tokens": {"$ref": "#/$defs/tokens", "default": 64},
         "warmup_requests": {"type": "integer", "minimum": 0, "maximum": 1000, "default": 2},
+        "min_window_s": {
+            "description": "hold each run's concurrency at least this long: the client keeps "
+                           "sending from the run's prompt list, in order, until this many "
+                           "seconds have passed (and the run's usual count was sent), then "
+                           "lets the requests in flight finish. Both arms get the same list, "
+                           "so request i is the same request in every session. 0: send the "
+                           "usual count (absent: 0)",
+            "type": "number", "minimum": 0, "maximum": 3600},
+        "max_requests_per_stream": {
+            "description": "with min_window_s: the length of each run's prompt list, per stream "
+                           "(a window that sends them all before min_window_s says so; "
+                           "absent: 64)",
+            "type": "integer", "minimum": 1, "maximum": 10000},
     },
 }
 
 
+def floor(cfg: dict[str, Any], concurrency: int) -> int:
+    """The requests a run sends at the least."""
+    return int(max(cfg["min_requests"], cfg["requests_per_stream"] * concurrency))
+
+
 def point_prompts(cfg: dict[str, Any], tokenize: Tokenize, seed: int, concurrency: int,
                   run: int) -> list[str]:
-    n = max(cfg["min_requests"], cfg["requests_per_stream"] * concurrency)
+    """A run's prompt list: the usual count, or held for min_window_s, the longer list it
+    takes its requests from in order."""
+    n = floor(cfg, concurrency)
+    if cfg.get("min_window_s"):
+        n = max(n, cfg.get("max_requests_per_stream", 64) * concurrency)
     return prompts.exact_token_prompts(tokenize, seed, f"sweep c{concurrency} r{run}", n,
                                        cfg["prompt_tokens"])
 
@@ -47,7 +69,8 @@ def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     for c in cfg["concurrency"]:
         for r in range(1, cfg["runs"] + 1):
             ps = point_prompts(cfg, tokenize, target.seed, c, r)
-            result = target.send(ps, sampling, c)
+            hold = (cfg["min_window_s"], floor(cfg, c)) if cfg.get("min_window_s") else None
+            result = target.send(ps, sampling, c, hold=hold)
             target.check_alive(f"sweep point c={c} run {r}")
             out["points"].append(target.record(
                 result, point=c, run=r, instrument="sweep", prompt_set=ps, sampling=sampling,

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from knee.analyze.stats import held_share
 from knee.core.prompts import ENDPOINTS
 
 try:
@@ -355,11 +356,23 @@ def length_error(rec: Record, sampling: dict) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Hold:
+    """A window held for a time: keep `concurrency` requests in flight, taking the prompts in
+    order, until `min_s` have passed and at least `floor` were sent; then let the requests in
+    flight finish. The prompts not sent are never sent."""
+
+    min_s: float
+    floor: int
+
+
 async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
                       concurrency: int, timeout_s: float, warmup: bool = False,
-                      api: str = "completions", done: list | None = None) -> dict:
-    """Send every prompt with `concurrency` requests in flight; return records and wall time.
-    Each finished request's record is appended to `done` (a list the caller may watch)."""
+                      api: str = "completions", done: list | None = None,
+                      hold: Hold | None = None) -> dict:
+    """Send every prompt (or, held, as many as `hold` says) with `concurrency` requests in
+    flight; return records and wall time. Each finished request's record is appended to `done`
+    (a list the caller may watch)."""
     target = urlsplit(base_url + ENDPOINTS[api])
     requests = [request_bytes(target, request_body(api, model, p, sampling, i))
                 for i, p in enumerate(prompts)]
@@ -370,10 +383,16 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
     records: list[Record] = [] if done is None else done
     t0 = time.perf_counter()
 
+    def more() -> bool:
+        if not queue:
+            return False
+        sent = len(prompts) - len(queue)
+        return hold is None or sent < hold.floor or time.perf_counter() - t0 < hold.min_s
+
     async def worker() -> None:
         conn: _Stream | None = None
         try:
-            while queue:
+            while more():
                 i = queue.pop()
                 rec = Record(index=i, warmup=warmup, t_send=time.perf_counter() - t0)
                 try:
@@ -401,17 +420,24 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     wall = time.perf_counter() - t0
     records.sort(key=lambda r: r.index)
-    return {"wall_s": wall, "records": [dict(vars(r)) for r in records]}
+    out: dict[str, Any] = {"wall_s": wall, "records": [dict(vars(r)) for r in records]}
+    # the share of the window (first send to last done) at its concurrency: the ramp and the
+    # drain ran a smaller batch
+    out["concurrency_held_share"] = held_share(out["records"], concurrency)
+    if hold is not None:
+        out["hold"] = {"min_s": hold.min_s, "floor": hold.floor, "planned": len(prompts),
+                       "sent": len(records), "reached": wall >= hold.min_s}
+    return out
 
 
 def run(base_url: str, model: str, prompts: list, sampling: dict, concurrency: int,
         timeout_s: float, warmup: bool = False, api: str = "completions",
-        done: list | None = None) -> dict:
+        done: list | None = None, hold: Hold | None = None) -> dict:
     """One closed loop, with the cyclic garbage collector off while it runs: a collection
     of the whole heap stalls the loop for milliseconds, and every stream then reads several
     chunks at once. What it would have collected waits for the next collection after the run."""
     coro = closed_loop(base_url, model, prompts, sampling, concurrency, timeout_s, warmup, api,
-                       done)
+                       done, hold)
     collecting = gc.isenabled()
     gc.disable()
     try:

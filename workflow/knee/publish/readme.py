@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from knee import instruments
-from knee.analyze import compare, covariate, design, inference, recommend_parts
+from knee.analyze import compare, covariate, design, held, inference, recommend_parts
 from knee.core import layout
 from knee.core.records import Plan
 from knee.plan import runtimes, stopping
@@ -137,6 +137,7 @@ def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: d
             "([comparison.json](comparison/comparison.json#/engine_differences))."
             for d in comparison.get("engine_differences", [])]
     out += same_work_lines(comparison.get("same_work", []))
+    out += held.caveats(comparison.get("windows_not_held", []))
     out += [f"Nothing sampled at temperature {w['temperature']:g} is reported (acceptance or "
             f"decode) for sessions {', '.join(w['sessions'])}: {mdtext.text(w['why'])} "
             "([comparison.json](comparison/comparison.json#/sampling_withheld))."

@@ -38,16 +38,17 @@ class Target:
                                        self.stop_at_eos)
 
     def send(self, prompt_set: list, sampling: dict, concurrency: int = 1,
-             warmup: bool = False) -> dict:
+             warmup: bool = False, hold: tuple[float, int] | None = None) -> dict:
         """One closed loop of these prompts at this concurrency (knee.measure.client.run), with a
-        progress bar on an interactive terminal."""
+        progress bar on an interactive terminal; `hold` (seconds, fewest requests): keep the
+        concurrency that long, from the prompts in order (client.Hold)."""
         done: list = []
         label = f"{self.sid} {'warm-up' if warmup else f'c={concurrency}'}".strip()
         started = time.monotonic()
         with progress.Bar(label, len(prompt_set), done):
             result = client.run(self.engine.base_url, self.model["name"], prompt_set, sampling,
                                 concurrency, self.timeout_s, warmup=warmup, api=self.api,
-                                done=done)
+                                done=done, hold=client.Hold(*hold) if hold else None)
         self._last = (started, time.monotonic())
         return result
 
