@@ -1,4 +1,5 @@
 import json
+import re
 import os
 import shlex
 import sys
@@ -6,6 +7,7 @@ import sys
 from knee.plan import config as knee_config
 from knee import deps as knee_deps
 from knee.plan import places as knee_places
+from knee.plan import models as knee_models
 from knee.plan import runtimes as knee_runtimes
 from knee.core import layout as knee_layout
 from knee.core import prompts as knee_prompts
@@ -84,6 +86,17 @@ def engine_env_words(pythonpath=None):
 
 
 MODEL = PLAN["model"]
+# the folders made from packaged models: the target's and each arm's draft (knee.plan.models)
+PACKAGED_FOLDERS = {
+    os.path.basename(path): made
+    for path, made in (
+        [(MODEL["path"], MODEL["packaged"])] if MODEL.get("packaged") else []
+    )
+    + [
+        (knee_models.packaged(name).folder, made)
+        for name, made in (PLAN.get("drafts") or {}).items()
+    ]
+}
 
 
 wildcard_constraints:
@@ -97,9 +110,11 @@ def get_model_input(wildcards):
     """The generated or packaged model is a workflow output; a given model path is used as
     it is. The engine's Python makes it: a finished session measured with a Python this
     machine lacks (another host's) does not ask for it either."""
-    if not (MODEL["generated"] or MODEL.get("packaged")) or not RUNTIME.boots:
+    if not RUNTIME.boots:
         return []
-    return unless_published(job_sessions(wildcards), [MODEL["path"]], needs=[ENGINE_PYTHON])
+    made = [MODEL["path"]] if MODEL["generated"] or MODEL.get("packaged") else []
+    made += [knee_models.packaged(name).folder for name in PLAN.get("drafts") or {}]
+    return unless_published(job_sessions(wildcards), made, needs=[ENGINE_PYTHON])
 
 
 def session_done(sid):

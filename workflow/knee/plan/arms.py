@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from knee.core.errors import KneeError
 from knee.core.records import Plan
-from knee.plan import engineflags, runtimes, secrets
+from knee.plan import engineflags, models, runtimes, secrets
 
 ARMS = ("control", "candidate")
 NO_VARIABLE = "none"  # an A/A experiment: the two arms are identical
@@ -271,7 +271,7 @@ def server_argv(python: str, arm: dict, model_path: str, served_name: str,
         elif value is not False and value is not None:
             argv += [f"--{flag}", _flag_value(value)]
     if arm.get("speculative_config"):
-        argv += ["--speculative-config", _flag_value(arm["speculative_config"])]
+        argv += ["--speculative-config", _flag_value(models.served_spec(arm["speculative_config"]))]
     return argv
 
 

@@ -218,6 +218,7 @@ def make_plan(config: dict, source: str = "config") -> Plan:
     check_no_credential(config, source)
     configfile.check_reserved(config["name"], source)
     arms = resolve_arms(config)
+    models.check_drafts(config, arms, source)
     check_argv(arms, source)
     check_one_variable(arms, config["variable"], source)
     check_bar(config, source)
@@ -277,6 +278,8 @@ def plan_of(config: dict, source: str, prediction: dict | None = None,
         plan["prediction"] = prediction
     if calibration is not None:
         plan["calibration"] = calibration
+    if found := models.drafts(plan["arms"]):  # each packaged draft's origin, as the model's
+        plan["drafts"] = {name: m.facts() for name, m in found.items()}
     plan["bar_sha256"] = registered_bar_sha256(cast(Plan, plan))
     if isinstance(protocol["pairs"], dict):
         plan["protocol"]["stopping"] = stopping.RULE

@@ -108,22 +108,29 @@ def build(root: Path) -> dict:
     run_actions(crate, entities, boots, stops, plan)
     if made := plan["model"].get("packaged"):
         crate.root_dataset.append_to("mentions", model_entity(crate, made, boots))
+    for name, draft in (plan.get("drafts") or {}).items():
+        crate.root_dataset.append_to("mentions", model_entity(crate, draft, [], f"#draft-{name}"))
     for step, (what, read, wrote) in STEPS.items():
         act(crate, knee_app, f"#step-{step}", f"knee {step}: {what}",
             object=pick(entities, read), result=pick(entities, wrote))
     return crate.metadata.generate()
 
 
-def model_entity(crate: ROCrate, made: dict, boots: Sequence[Mapping[str, Any]]) -> ContextEntity:
-    """A packaged model (knee.plan.models): its wheel, GGUF file and license, and the sha256
+def model_entity(crate: ROCrate, made: dict, boots: Sequence[Mapping[str, Any]],
+                 at: str = "#model") -> ContextEntity:
+    """A packaged model (knee.plan.models): its wheels, GGUF file and license, and the sha256
     of the folder the first session served (every boot receipt has it)."""
     served = (boots[0].get("model") or {}) if boots else {}
-    return crate.add(ContextEntity(crate, "#model", {
+    wheels = made.get("wheels") or [made["wheel"]]
+    source = (f"the GGUF file {made['member']} (sha256 {made['gguf_sha256']}) of the wheel "
+              f"{made['wheel']}" if "wheel" in made else
+              f"the GGUF file (sha256 {made['gguf_sha256']}) joined from the {len(wheels)} "
+              f"wheels {wheels[0]} to {wheels[-1]}")
+    return crate.add(ContextEntity(crate, at, {
         "@type": "CreativeWork", "name": made["package"], "license": made["license"],
-        "description": f"{made['origin']}; the GGUF file {made['member']} "
-                       f"(sha256 {made['gguf_sha256']}) of the wheel {made['wheel']}, converted "
-                       f"to {made['dtype']} safetensors (sha256 {made['safetensors_sha256']})",
-        "identifier": made["wheel"], "sha256": served.get("sha256") or ""}))
+        "description": f"{made['origin']}; {source}, converted to {made['dtype']} safetensors "
+                       f"(sha256 {made['safetensors_sha256']})",
+        "identifier": ", ".join(wheels), "sha256": served.get("sha256") or ""}))
 
 
 def add_file(crate: ROCrate, root: Path, name: str, digest: str, plan: Plan):
