@@ -11,7 +11,8 @@ from knee.analyze import bar, samework
 def record(index: int, ids: list[int] | None, warmup: bool = False, error=None) -> dict:
     digest = hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest() if ids else None
     return {"index": index, "warmup": warmup, "error": error, "output_tokens": len(ids or []),
-            "output_token_ids": ids, "output_sha256": digest}
+            "output_token_ids": ids, "output_sha256": digest,
+            "finish_reason": "stop" if ids and len(ids) == 2 else "length"}
 
 
 def sessions(control: list[list[int]], candidate: list[list[int]], pairs: int = 2) -> dict:
@@ -26,7 +27,8 @@ def test_identical_tokens_in_both_arms_are_the_same_work():
     same = sessions([[1, 2, 3], [4, 5]], [[1, 2, 3], [4, 5]])
     (row,) = samework.section(same)["same_work"]
     assert row == {"instrument": "fixture", "point": "code", "paired": 4, "identical": 4,
-                   "identical_share": 1.0, "first_difference_median": None, "divergent": []}
+                   "identical_share": 1.0, "first_difference_median": None, "divergent": [],
+                   "ended_at_eos": {"control": 0.5, "candidate": 0.5}}
 
 
 def test_different_tokens_are_counted_with_their_first_differing_position():
@@ -69,9 +71,11 @@ def test_the_readme_says_whether_the_arms_did_the_same_work():
     same = samework.section(sessions([[1, 2], [3]], [[1, 2], [3]]))["same_work"]
     assert readme.same_work_lines(same) == [
         "Both arms generated identical tokens for every one of the 4 paired requests, over 1 "
-        "points ([comparison.json](comparison/comparison.json#/same_work))."]
+        "points ([comparison.json](comparison/comparison.json#/same_work)).",
+        "Requests that ended at end-of-sequence, not at max_tokens (control / candidate): "
+        "fixture code 50 % / 50 % ([comparison.json](comparison/comparison.json#/same_work))."]
     half = samework.section(sessions([[1, 2], [3, 4]], [[1, 2], [3, 9]]))["same_work"]
-    assert readme.same_work_lines(half) == [
+    assert readme.same_work_lines(half)[1:] == [
         "fixture point code: 2 of 4 paired requests generated identical tokens in both arms "
         "(50.0 %); the others first differ at token 2 (median) "
         "([comparison.json](comparison/comparison.json#/same_work))."]

@@ -1,7 +1,8 @@
 """Whether both arms did the same work: every request records the sha256 of its output token
 ids (knee.measure.client), and each request of the candidate is set against the control's same
 request in its pair (same instrument, point, run and index). Per point: how many paired
-requests generated identical tokens, and where they did not, the first position that differs.
+requests generated identical tokens, and where they did not, the first position that differs;
+and in each arm, the share of requests that ended at end-of-sequence.
 
 A speculative change is lossless at T=0 only up to the engine's arithmetic: a throughput then
 compares the same tokens. Where the arms generated different text, a bar that registers
@@ -32,6 +33,13 @@ def outputs(sessions: Sessions) -> dict[tuple[str, str, str], dict[tuple[Any, ..
                 got |= {(pair, p["run"], r["index"]): r for r in p["records"]
                         if not r["warmup"] and not r["error"] and r.get("output_sha256")}
     return out
+
+
+def eos_share(records: Mapping[Any, Mapping[str, Any]]) -> float:
+    """The share of an arm's requests that ended at end-of-sequence (finish_reason stop), not
+    at max_tokens."""
+    stopped: int = sum(r.get("finish_reason") == "stop" for r in records.values())
+    return stopped / len(records)
 
 
 def first_difference(a: list[int] | None, b: list[int] | None) -> int | None:
@@ -66,6 +74,7 @@ def section(sessions: Sessions) -> dict[str, Any]:
             "identical": len(same) - len(apart),
             "identical_share": (len(same) - len(apart)) / len(same),
             "first_difference_median": statistics.median(firsts) if firsts else None,
+            "ended_at_eos": {"control": eos_share(control), "candidate": eos_share(candidate)},
             "divergent": [{"pair": k[0], "run": k[1], "index": k[2], "first_difference": f}
                           for k, f in apart[:LISTED]]})
     return {"same_work": rows} if rows else {}

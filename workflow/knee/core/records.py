@@ -197,6 +197,7 @@ class SameWorkRow(TypedDict):
     identical: int
     identical_share: float
     first_difference_median: float | None
+    ended_at_eos: dict[str, float]
     divergent: list[Section]
 
 

@@ -176,12 +176,18 @@ def same_work_lines(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     link = "([comparison.json](comparison/comparison.json#/same_work))"
+    eos = [f"{r['instrument']} {mdtext.text(str(r['point']))} "
+           f"{100 * r['ended_at_eos']['control']:.0f} % / "
+           f"{100 * r['ended_at_eos']['candidate']:.0f} %"
+           for r in rows if any((r.get("ended_at_eos") or {}).values())]
+    ended = [f"Requests that ended at end-of-sequence, not at max_tokens (control / candidate): "
+             f"{'; '.join(eos)} {link}."] if eos else []
     apart = [r for r in rows if r["identical"] < r["paired"]]
     if not apart:
         return [f"Both arms generated identical tokens for every one of the "
                 f"{sum(r['paired'] for r in rows)} paired requests, over {len(rows)} points "
-                f"{link}."]
-    return [f"{r['instrument']} point {mdtext.text(str(r['point']))}: {r['identical']} of "
+                f"{link}.", *ended]
+    return ended + [f"{r['instrument']} point {mdtext.text(str(r['point']))}: {r['identical']} of "
             f"{r['paired']} paired requests generated identical tokens in both arms "
             f"({100 * r['identical_share']:.1f} %)"
             + (f"; the others first differ at token {r['first_difference_median']:g} (median)"
