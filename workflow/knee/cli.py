@@ -136,10 +136,11 @@ def cmd_metrics(args) -> int:
 
 
 def cmd_acceptance(args) -> int:
-    from knee.analyze import prom
+    from knee.analyze import acceptance
 
     windows = [jsonio.read(p, "metrics") for p in args.metrics]
-    jsonio.write(args.out, "acceptance", {"windows": prom.acceptance_table(windows, args.metrics)})
+    jsonio.write(args.out, "acceptance",
+                 acceptance.document(windows, args.metrics, args.confidence))
     return 0
 
 

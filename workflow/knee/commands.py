@@ -74,9 +74,12 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
         ("--knee-threshold", {"type": float, "required": True,
                               "help": "acceptance under which a draft position is the knee"}),
         OUT]),
-    "acceptance": ("one table of every window's acceptance figures",
+    "acceptance": ("one table of every window's acceptance figures, and each arm's over the "
+                   "boots per point",
                    f"knee acceptance --out {R}/comparison/acceptance.json M1 M2", [
-        OUT, ("metrics", {"type": Path, "nargs": "+", "help": "window metrics files"})]),
+        OUT, ("metrics", {"type": Path, "nargs": "+", "help": "window metrics files"}),
+        ("--confidence", {"type": float, "default": 0.95,
+                          "help": "the intervals' level over the boots (analysis.confidence)"})]),
     "compare": ("validate that both arms saw the same requests, then compute the deltas",
                 f"knee compare --plan {R}/plan.json {SESSIONS} --out-json comparison.json", [
         PLAN, INPUTS, ("--out-json", {"type": Path, "required": True, "help": "comparison.json"}),

@@ -35,5 +35,8 @@ rule acceptance:
         "../../envs/workflow.yaml"
     resources:
         **ANALYSIS_RESOURCES,
+    params:
+        confidence=PLAN["analysis"]["confidence"],
     shell:
-        "knee acceptance --out {output} {input.metrics} > {log} 2>&1"
+        "knee acceptance --confidence {params.confidence} --out {output} {input.metrics}"
+        " > {log} 2>&1"

@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from knee.analyze import compare, prom
+from knee.analyze import acceptance as accepted
+from knee.analyze import compare
 from knee.analyze.bar import judge_plan
 from knee.analyze.folder import (
     load_receipts,
@@ -167,7 +168,7 @@ def examine(root: Path) -> tuple[list[str], list[str]]:
     stored_bar = jsonio.read(root / layout.BAR, "bar")
     problems += [f"{layout.BAR}#{p}: differs from the recomputation"
                  for p in diff({k: stored_bar.get(k) for k in bar}, bar)]
-    acceptance = {"windows": prom.acceptance_table(windows, sources)}
+    acceptance = accepted.document(windows, sources, plan["analysis"]["confidence"])
     problems += rendered.check(root, plan, comparison, bar, acceptance["windows"])
     problems += check_recommendation(root, plan)
     text = readme.render(plan, comparison, bar, boots, acceptance,

@@ -315,28 +315,6 @@ def predicted(plan: Plan, comparison: Mapping[str, Any], rec: Mapping[str, Any])
                       "difference_pct": 100 * (here - then) / then} if here and then else None}
 
 
-def over_boots(windows: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> list[dict]:
-    """Per arm and point (the fixture's classes): the acceptance rate's mean over the boots that
-    drafted there, with its Student t interval over them, and each position's mean rate."""
-    got: dict[tuple[str, str], list[dict]] = {}
-    for w in windows:
-        for t in w["temperatures"]:
-            if t.get("acceptance_rate") is not None:
-                got.setdefault((w["session"].split("-", 1)[1], t["point"]), []).append(t)
-    out = []
-    for (arm, point), ts in sorted(got.items()):
-        rates = [t["acceptance_rate"] for t in ts]
-        m = float(np.mean(rates))
-        half = (inference.t_quantile(0.5 + confidence / 2, len(rates) - 1)
-                * float(np.std(rates, ddof=1)) / len(rates) ** 0.5 if len(rates) > 1 else None)
-        positions = [float(np.mean(known)) if (known := [r for r in p if r is not None]) else None
-                     for p in zip(*(t["per_position_rate"] for t in ts), strict=True)]
-        out.append({"arm": arm, "point": point, "boots": len(rates), "mean": m,
-                    "interval": [m - half, m + half] if half is not None else None,
-                    "per_position_rate": positions})
-    return out
-
-
 def conditional(rates: list[float | None] | None) -> str:
     """Per draft position, the chance it is accepted given the one before it was: a_i / a_i-1
     (the first position's is its own rate; none where the one before was never accepted; n/a
@@ -380,9 +358,7 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
         by_point=[w for w in acceptance["windows"]
                   if w.get("temperatures") and not instruments.get(w["instrument"]).temperatures],
         conditional=conditional,
-        over_boots=over_boots([w for w in acceptance["windows"] if w.get("temperatures")
-                               and not instruments.get(w["instrument"]).temperatures],
-                              plan["analysis"]["confidence"]),
+        over_boots=acceptance.get("over_boots", []),
         headline=headline(comparison, bar), caches=caches or {},
         used={sid: s["resources"] for sid, s in (stops or {}).items() if "resources" in s},
         calibration=(inference.false_positives(comparison["rows"])

@@ -1,0 +1,55 @@
+"""Acceptance over the boots: per arm and point of the windows that scrape each point (the
+fixture's classes), the acceptance rate's and the acceptance length's means over the boots
+that drafted there with their Student t intervals, and each position's mean rate. The
+acceptance length is 1 + accepted / drafts (1 + the sum of the per-position rates where every
+draft proposed every position): the tokens a verification step yields."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from knee import instruments
+from knee.analyze import inference, prom
+
+
+def mean_interval(values: list[float], confidence: float) -> tuple[float, list[float] | None]:
+    """The mean and its Student t interval (None from one value)."""
+    m = statistics.fmean(values)
+    if len(values) < 2:
+        return m, None
+    half = (inference.t_quantile(0.5 + confidence / 2, len(values) - 1)
+            * statistics.stdev(values) / len(values) ** 0.5)
+    return m, [m - half, m + half]
+
+
+def over_boots(windows: Sequence[Mapping[str, Any]], confidence: float) -> list[dict[str, Any]]:
+    """acceptance.json's over_boots: one row per arm and point of the point-scraped windows of
+    instruments that are not the probe's temperatures."""
+    got: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for w in windows:
+        if not w.get("temperatures") or instruments.get(w["instrument"]).temperatures:
+            continue
+        for t in w["temperatures"]:
+            if t.get("acceptance_rate") is not None:
+                got.setdefault((w["session"].split("-", 1)[1], t["point"]), []).append(t)
+    out = []
+    for (arm, point), ts in sorted(got.items()):
+        rate, interval = mean_interval([t["acceptance_rate"] for t in ts], confidence)
+        length, length_interval = mean_interval([t["mean_acceptance_length"] for t in ts],
+                                                confidence)
+        positions = [statistics.fmean(known) if (known := [r for r in p if r is not None])
+                     else None for p in zip(*(t["per_position_rate"] for t in ts), strict=True)]
+        out.append({"arm": arm, "point": point, "boots": len(ts), "mean": rate,
+                    "interval": interval, "length_mean": length,
+                    "length_interval": length_interval, "per_position_rate": positions})
+    return out
+
+
+def document(windows: Sequence[Mapping[str, Any]], sources: list[Any],
+             confidence: float) -> dict[str, Any]:
+    """comparison/acceptance.json: every window's row (prom.acceptance_table) and over_boots;
+    the workflow writes it, the audit makes it again."""
+    return {"windows": prom.acceptance_table(windows, sources),
+            "over_boots": over_boots(windows, confidence)}
