@@ -89,9 +89,7 @@ MODEL = PLAN["model"]
 # the folders made from packaged models: the target's and each arm's draft (knee.plan.models)
 PACKAGED_FOLDERS = {
     os.path.basename(path): made
-    for path, made in (
-        [(MODEL["path"], MODEL["packaged"])] if MODEL.get("packaged") else []
-    )
+    for path, made in ([(MODEL["path"], MODEL["packaged"])] if MODEL.get("packaged") else [])
     + [
         (knee_models.packaged(name).folder, made)
         for name, made in (PLAN.get("drafts") or {}).items()
