@@ -6,22 +6,20 @@ draft proposed every position): the tokens a verification step yields."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from knee import instruments
-from knee.analyze import inference, prom
+from knee.analyze import inference, prom, stats
 
 
 def mean_interval(values: list[float], confidence: float) -> tuple[float, list[float] | None]:
-    """The mean and its Student t interval (None from one value)."""
-    m = statistics.fmean(values)
-    if len(values) < 2:
-        return m, None
-    half = (inference.t_quantile(0.5 + confidence / 2, len(values) - 1)
-            * statistics.stdev(values) / len(values) ** 0.5)
-    return m, [m - half, m + half]
+    """The mean (stats.fmean: the same digits on every Python) and inference.Effect's Student
+    t interval around it (None from one value)."""
+    m = stats.fmean(values)
+    eff = inference.effect(values)
+    half = eff.half_width(confidence) if eff else None
+    return m, [m - half, m + half] if half is not None else None
 
 
 def over_boots(windows: Sequence[Mapping[str, Any]], confidence: float) -> list[dict[str, Any]]:
@@ -39,8 +37,8 @@ def over_boots(windows: Sequence[Mapping[str, Any]], confidence: float) -> list[
         rate, interval = mean_interval([t["acceptance_rate"] for t in ts], confidence)
         length, length_interval = mean_interval([t["mean_acceptance_length"] for t in ts],
                                                 confidence)
-        positions = [statistics.fmean(known) if (known := [r for r in p if r is not None])
-                     else None for p in zip(*(t["per_position_rate"] for t in ts), strict=True)]
+        positions = [stats.mean(p) for p in zip(*(t["per_position_rate"] for t in ts),
+                                                strict=True)]
         out.append({"arm": arm, "point": point, "boots": len(ts), "mean": rate,
                     "interval": interval, "length_mean": length,
                     "length_interval": length_interval, "per_position_rate": positions})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,25 @@ from knee.plan import stopping
 # (pair, arm) -> {"boot", "raw": {instrument: raw}, "files": {kind: path}}: what
 # load_sessions reads of a folder, and the comparison takes
 Sessions = dict[tuple[int, str], dict[str, Any]]
+Requests = dict[tuple[Any, ...], dict[str, Any]]  # (pair, run, index) -> a raw record
+
+
+def paired_requests(sessions: Sessions, keep: Callable[[dict[str, Any], dict[str, Any]], bool]
+                    ) -> Iterator[tuple[str, str, Requests, Requests, list[tuple[Any, ...]]]]:
+    """Per instrument point: (instrument, point, the control's requests, the candidate's, the
+    keys both have), each request by (pair, run, index), so that the candidate's is set
+    against the control's same request in its pair; keep(point, record) picks the requests."""
+    found: dict[tuple[str, str, str], Requests] = {}
+    for (pair, arm), s in sorted(sessions.items()):
+        for inst, raw in sorted(s["raw"].items()):
+            for p in raw["points"]:
+                got = found.setdefault((inst, str(p["point"]), arm), {})
+                got |= {(pair, p["run"], r["index"]): r for r in p["records"] if keep(p, r)}
+    for (inst, point, arm), control in sorted(found.items()):
+        candidate = found.get((inst, point, "candidate"), {})
+        same = sorted(set(control) & set(candidate))
+        if arm == "control" and same:
+            yield inst, point, control, candidate, same
 
 
 class Named:

@@ -222,10 +222,9 @@ def proposing_drafts(drafts: float, positions: int, ks: Sequence[int]) -> list[f
     every draft (vLLM's own definition: the share of drafts that reached the position); with
     several, every draft up to the shortest length and, past it, None: the counters do not say
     how many drafts of which length ran (an ngram draft may also be cut short)."""
-    shortest = min(ks, default=positions)
     if len(set(ks)) <= 1:
         return [drafts] * positions
-    return [drafts if i < shortest else None for i in range(positions)]
+    return [drafts if i < min(ks) else None for i in range(positions)]
 
 
 def spec_summary(d: dict[str, Any], knee_threshold: float = KNEE_THRESHOLD,

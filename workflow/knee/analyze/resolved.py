@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from knee.analyze.folder import Sessions
+from knee.analyze.folder import Sessions, paired_requests
 from knee.plan import secrets
 
 # vLLM's log prefix: "(APIServer pid=1) INFO 12-01 10:00:00 [file.py:12] " (the process tag
@@ -118,22 +118,12 @@ def length_differences(sessions: Sessions) -> list[dict[str, Any]]:
     request of the candidate against the control's same request in its pair: the mean
     difference beyond LENGTH_PCT % of the control's mean and LENGTH_Z standard errors): a
     throughput then compares different work, a difference the engine made on its own."""
-    lengths: dict[tuple[Any, ...], dict[tuple[Any, ...], int]] = {}
-    for (pair, arm), s in sorted(sessions.items()):
-        for inst, raw in sorted(s["raw"].items()):
-            for p in raw["points"]:
-                if p.get("profile", {}).get("ignore_eos", True):
-                    continue
-                got = lengths.setdefault((inst, str(p["point"]), arm), {})
-                got |= {(pair, p["run"], r["index"]): r["output_tokens"] for r in p["records"]
-                        if not r["warmup"] and not r["error"]}
     out = []
-    for (inst, point, arm), control in sorted(lengths.items()):
-        candidate = lengths.get((inst, point, "candidate"), {})
-        same = sorted(set(control) & set(candidate))
-        if arm != "control" or not same:
-            continue
-        a, d = [control[k] for k in same], [candidate[k] - control[k] for k in same]
+    for inst, point, control, candidate, same in paired_requests(sessions, lambda p, r: (
+            not p.get("profile", {}).get("ignore_eos", True)
+            and not r["warmup"] and not r["error"])):
+        a = [control[k]["output_tokens"] for k in same]
+        d = [candidate[k]["output_tokens"] - control[k]["output_tokens"] for k in same]
         if _apart(sum(a) / len(a), d):
             out.append({"kind": "output length", "arms": ["control", "candidate"],
                         "what": f"{inst} point {point}: mean output {sum(a) / len(a):.1f} tokens "

@@ -15,24 +15,11 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from knee.analyze.folder import Sessions
+from knee.analyze.folder import Sessions, paired_requests
 from knee.core.records import SameWorkRow
 
 # per point, the paired requests whose tokens differed that comparison.json lists by name
 LISTED = 20
-
-
-def outputs(sessions: Sessions) -> dict[tuple[str, str, str], dict[tuple[Any, ...], Any]]:
-    """(instrument, point, arm) -> {(pair, run, index): the record}, for every measured request
-    that recorded its output's sha256."""
-    out: dict[tuple[str, str, str], dict[tuple[Any, ...], Any]] = {}
-    for (pair, arm), s in sorted(sessions.items()):
-        for inst, raw in sorted(s["raw"].items()):
-            for p in raw["points"]:
-                got = out.setdefault((inst, str(p["point"]), arm), {})
-                got |= {(pair, p["run"], r["index"]): r for r in p["records"]
-                        if not r["warmup"] and not r["error"] and r.get("output_sha256")}
-    return out
 
 
 def eos_share(records: Mapping[Any, Mapping[str, Any]]) -> float:
@@ -58,13 +45,9 @@ def section(sessions: Sessions) -> dict[str, Any]:
     generated identical tokens, and each that did not (up to LISTED) with its first differing
     position. Empty where no request recorded its output's sha256 (older folders, or a server
     that does not return token ids)."""
-    found = outputs(sessions)
     rows: list[SameWorkRow] = []
-    for (inst, point, arm), control in sorted(found.items()):
-        candidate = found.get((inst, point, "candidate"), {})
-        same = sorted(set(control) & set(candidate))
-        if arm != "control" or not same:
-            continue
+    for inst, point, control, candidate, same in paired_requests(sessions, lambda p, r: (
+            not r["warmup"] and not r["error"] and bool(r.get("output_sha256")))):
         apart = [(k, first_difference(control[k].get("output_token_ids"),
                                       candidate[k].get("output_token_ids")))
                  for k in same if control[k]["output_sha256"] != candidate[k]["output_sha256"]]
