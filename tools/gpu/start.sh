@@ -4,7 +4,8 @@
 # its exit status in /tmp/job.rc. A folder brought back from an earlier lease goes on from its
 # next session. The run goes on in a copy of the tree (KNEE_RUN_DIR, default /tmp/knee-run),
 # so that a later transfer of the tree to the host cannot touch the folder being measured.
-# KNEE_HOST_PYTHON: the host's Python (default the project's H200 host's).
+# KNEE_HOST_PYTHON: the host's Python (default the project's H200 host's); KNEE_NAME: measure
+# under this name instead of the config's (the same config on another kind of GPU).
 set -euo pipefail
 config=${1:?usage: tools/gpu/start.sh CONFIG [WHEELS]}
 wheels=${2:-.gpu-stage/wf}
@@ -22,7 +23,7 @@ export PATH=/tmp/bin:$PATH PYTHONPATH=/tmp/site:/tmp/site2:$PWD/workflow
 knee validate-config "$config"
 rm -f /tmp/job.rc
 setsid bash -c "cd '$PWD' && PATH='$PATH' PYTHONPATH='$PYTHONPATH' '$py' -m snakemake \
---cores all --configfile '$config' >/tmp/job.log 2>&1; echo \$? >/tmp/job.rc" \
+--cores all --configfile '$config' ${KNEE_NAME:+--config name=$KNEE_NAME} >/tmp/job.log 2>&1; echo \$? >/tmp/job.rc" \
 	>/dev/null 2>&1 </dev/null &
 echo $! >/tmp/job.pgid
 sleep 15

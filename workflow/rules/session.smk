@@ -6,6 +6,7 @@ if not SIMULTANEOUS:
             plan=ancient(at(knee_layout.PLAN)),
             engine=ancient(get_engine_input),
             model=ancient(get_model_input),
+            datasets=ancient(get_dataset_input),
             previous=ancient(get_previous_stop),
         output:
             **{k: protected(update(v)) for k, v in session_outputs("{sid}").items()},
@@ -34,6 +35,7 @@ else:
             plan=ancient(at(knee_layout.PLAN)),
             engine=ancient(get_engine_input),
             model=ancient(get_model_input),
+            datasets=ancient(get_dataset_input),
             previous=ancient(get_previous_stop),
         output:
             **{

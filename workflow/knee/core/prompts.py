@@ -115,7 +115,7 @@ def read_prompt(path: Path, max_model_len: int | None = None) -> str:
 def fixture_files(instruments: Mapping[str, Any]) -> list[Path]:
     """Every prompt file the fixture instrument of these instruments reads (none without it)."""
     fixture = instruments.get("fixture")
-    return [p for name in fixture["classes"]
+    return [p for name in fixture["classes"] if name not in (fixture.get("datasets") or {})
             for p in class_files(fixture["prompt_dir"], name)] if fixture else []
 
 

@@ -51,6 +51,7 @@ class Plan(Stamped, total=False):
     arms: Required[dict[str, Section]]
     model: Required[Section]
     drafts: dict[str, Section]
+    datasets: dict[str, Section]
     runtime: Required[Section]
     protocol: Required[PlanProtocol]
     instruments: Required[Section]

@@ -1,11 +1,13 @@
-"""Single-stream category fixture: prompt classes shipped as data, n requests each."""
+"""Single-stream category fixture: prompt classes, n requests each: a class's prompt files
+(prompt_dir/<class>/*.txt, cycled) or a selection from a dataset of the package index
+(datasets: <class>: ..., distinct prompts)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from knee.core import prompts
+from knee.core import datasets, prompts
 from knee.instruments.ports import Axes, Target, View, Windows, Words
 from knee.instruments.spec import SINGLE_STREAM, Derived, Figure, Spec
 
@@ -17,6 +19,10 @@ SCHEMA = {
         "classes": {"type": "array", "minItems": 1, "uniqueItems": True,
                     "items": {"type": "string", "pattern": "^[A-Za-z0-9_-]+\\Z",
                               "maxLength": 64}},
+        "datasets": {
+            "description": "classes whose prompts come from a dataset (the others from "
+                           "prompt_dir): each sends its first `requests` prompts, distinct",
+            "type": "object", "additionalProperties": {"$ref": "#/$defs/dataset"}},
         "requests": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 2},
         "output_tokens": {"$ref": "#/$defs/tokens", "default": 64},
     },
@@ -27,17 +33,29 @@ def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     sampling = target.sampling_params(cfg["output_tokens"])
     out: dict[str, Any] = {"instrument": "fixture", "points": [], "warmup": None}
     for name in cfg["classes"]:
-        texts = prompts.class_prompts(cfg["prompt_dir"], name)
-        ps = [texts[i % len(texts)] for i in range(cfg["requests"])]
+        ps, dataset, spec = class_prompts(cfg, name)
         before = target.scrape()
         result = target.send(ps, sampling)
         after = target.scrape()
         target.check_alive(f"fixture class {name}")
         out["points"].append(target.record(
             result, point=name, extra={"prom_before": before, "prom_after": after},
-            instrument="fixture", prompt_set=ps, sampling=sampling, dataset=f"fixture:{name}",
-            prompt_spec=f"{cfg['prompt_dir']}/{name}/*.txt, cycled"))
+            instrument="fixture", prompt_set=ps, sampling=sampling, dataset=dataset,
+            prompt_spec=spec))
     return out
+
+
+def class_prompts(cfg: dict[str, Any], name: str) -> tuple[list[str], str, str]:
+    """A class's prompts, the dataset its windows name and how they were chosen."""
+    selection = (cfg.get("datasets") or {}).get(name)
+    if selection:
+        ps = datasets.take(selection, cfg["requests"],
+                           where=f"instruments.fixture.datasets.{name}")
+        return (ps, datasets.label(selection),
+                datasets.describe(selection, 0, cfg["requests"]))
+    texts = prompts.class_prompts(cfg["prompt_dir"], name)
+    return ([texts[i % len(texts)] for i in range(cfg["requests"])], f"fixture:{name}",
+            f"{cfg['prompt_dir']}/{name}/*.txt, cycled")
 
 
 def classes(windows: Windows) -> list[dict[str, Any]]:

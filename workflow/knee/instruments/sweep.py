@@ -1,6 +1,8 @@
 """Closed-loop concurrency sweep: points x runs, a fresh prompt set at every (point, run).
 
-Every prompt is exactly `prompt_tokens` tokens of the served model's own tokenizer.
+Every prompt is exactly `prompt_tokens` tokens of random words in the served model's own
+tokenizer, or, where the sweep names a dataset, the dataset's prompts as they are: the warm-up
+takes the first of the selection, then each (point, run) the next ones, none sent twice.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from knee.core import prompts
+from knee.core import datasets, prompts
 from knee.instruments.ports import Axes, Target, Tokenize, View
 from knee.instruments.spec import LOAD, Figure, Spec
 
@@ -24,6 +26,10 @@ SCHEMA = {
                            "tokenizer",
             "type": "integer", "minimum": 16, "maximum": 131072, "default": 96},
         "output_tokens": {"$ref": "#/$defs/tokens", "default": 64},
+        "dataset": {
+            "description": "send a dataset's prompts instead of random words (prompt_tokens "
+                           "then plays no part)",
+            "$ref": "#/$defs/dataset"},
         "warmup_requests": {"type": "integer", "minimum": 0, "maximum": 1000, "default": 2},
         "min_window_s": {
             "description": "hold each run's concurrency at least this long: the client keeps "
@@ -47,35 +53,62 @@ def floor(cfg: dict[str, Any], concurrency: int) -> int:
     return int(max(cfg["min_requests"], cfg["requests_per_stream"] * concurrency))
 
 
-def point_prompts(cfg: dict[str, Any], tokenize: Tokenize, seed: int, concurrency: int,
-                  run: int) -> list[str]:
+def list_length(cfg: dict[str, Any], concurrency: int) -> int:
     """A run's prompt list: the usual count, or held for min_window_s, the longer list it
     takes its requests from in order."""
     n = floor(cfg, concurrency)
     if cfg.get("min_window_s"):
         n = max(n, cfg.get("max_requests_per_stream", 64) * concurrency)
-    return prompts.exact_token_prompts(tokenize, seed, f"sweep c{concurrency} r{run}", n,
-                                       cfg["prompt_tokens"])
+    return n
+
+
+def dataset_slices(cfg: dict[str, Any]) -> dict[tuple[int, int] | str, tuple[int, int]]:
+    """Where a dataset sweep takes each list from its selection, (offset, count): the warm-up
+    first, then every (concurrency, run) in the order they run."""
+    out: dict[tuple[int, int] | str, tuple[int, int]] = {
+        "warmup": (0, cfg["warmup_requests"])}
+    at = cfg["warmup_requests"]
+    for c in cfg["concurrency"]:
+        for r in range(1, cfg["runs"] + 1):
+            out[(c, r)] = (at, list_length(cfg, c))
+            at += list_length(cfg, c)
+    return out
+
+
+def prompt_list(cfg: dict[str, Any], tokenize: Tokenize | None, seed: int,
+                key: tuple[int, int] | str) -> tuple[list[str], str]:
+    """One list of the sweep (the warm-up's, or a (concurrency, run)'s) and how it was made."""
+    selection = cfg.get("dataset")
+    if selection:
+        offset, n = dataset_slices(cfg)[key]
+        return (datasets.take(selection, n, offset, "instruments.sweep.dataset"),
+                datasets.describe(selection, offset, n))
+    assert tokenize is not None
+    if isinstance(key, tuple):
+        tag, n = f"sweep c{key[0]} r{key[1]}", list_length(cfg, key[0])
+    else:
+        tag, n = "sweep warmup", cfg["warmup_requests"]
+    return (prompts.exact_token_prompts(tokenize, seed, tag, n, cfg["prompt_tokens"]),
+            f"{cfg['prompt_tokens']} tokens of random words, unique head")
 
 
 def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     sampling = target.sampling_params(cfg["output_tokens"])
-    tokenize = target.tokenizer()
-    warm = prompts.exact_token_prompts(tokenize, target.seed, "sweep warmup",
-                                       cfg["warmup_requests"], cfg["prompt_tokens"])
+    tokenize = None if cfg.get("dataset") else target.tokenizer()
+    warm, _ = prompt_list(cfg, tokenize, target.seed, "warmup")
+    dataset = datasets.label(cfg["dataset"]) if cfg.get("dataset") else prompts.DATASET
     out: dict[str, Any] = {"instrument": "sweep", "points": [], "warmup": None}
     if warm:
         out["warmup"] = target.send(warm, sampling, warmup=True)
     for c in cfg["concurrency"]:
         for r in range(1, cfg["runs"] + 1):
-            ps = point_prompts(cfg, tokenize, target.seed, c, r)
+            ps, spec = prompt_list(cfg, tokenize, target.seed, (c, r))
             hold = (cfg["min_window_s"], floor(cfg, c)) if cfg.get("min_window_s") else None
             result = target.send(ps, sampling, c, hold=hold)
             target.check_alive(f"sweep point c={c} run {r}")
             out["points"].append(target.record(
                 result, point=c, run=r, instrument="sweep", prompt_set=ps, sampling=sampling,
-                concurrency=c, warmup=cfg["warmup_requests"],
-                prompt_spec=f"{cfg['prompt_tokens']} tokens of random words, unique head"))
+                concurrency=c, warmup=cfg["warmup_requests"], dataset=dataset, prompt_spec=spec))
     return out
 
 

@@ -8,9 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-from knee.core import jsonio, layout
+from knee.core import datasets, jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Plan
+from knee.instruments.sweep import dataset_slices
 from knee.measure import gpu, receipts
 from knee.plan import adjust, places
 
@@ -30,7 +31,7 @@ def refuse_overwrite(root: Path, sid: str) -> None:
 def preflight(plan: Plan, arm_name: str, rt: dict | None = None) -> None:
     """What this node must offer before anything boots: every secret the arm takes by
     reference, the engine's CPUs, Python and GPUs (`rt`: the session's runtime section), and a
-    model given by path."""
+    model given by path, and every prompt a dataset selection sends (its file's sha256)."""
     rt = plan["runtime"] if rt is None else rt
     missing = [k for k in plan["arms"][arm_name].get("secret_env", []) if not os.environ.get(k)]
     if missing:
@@ -41,6 +42,17 @@ def preflight(plan: Plan, arm_name: str, rt: dict | None = None) -> None:
         gpu.facts(gpu.nvml(), gpus)  # NVML answers for every GPU named
     if not plan["model"]["generated"]:
         places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
+    check_datasets(plan["instruments"])
+
+
+def check_datasets(instruments: dict) -> None:
+    """Every dataset selection's prompts are in their checked file, as many as are sent."""
+    fixture, sweep = instruments.get("fixture") or {}, instruments["sweep"]
+    for name, selection in (fixture.get("datasets") or {}).items():
+        datasets.take(selection, fixture["requests"], where=f"instruments.fixture.datasets.{name}")
+    if sweep.get("dataset"):
+        last = max(offset + n for offset, n in dataset_slices(sweep).values())
+        datasets.take(sweep["dataset"], last, where="instruments.sweep.dataset")
 
 
 def check_calibrated(plan: Plan, engine_facts: dict) -> None:

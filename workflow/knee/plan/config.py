@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from knee import instruments
-from knee.core import jsonio, layout
+from knee.core import datasets, jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
 from knee.core.records import Plan
@@ -280,6 +280,8 @@ def plan_of(config: dict, source: str, prediction: dict | None = None,
         plan["calibration"] = calibration
     if found := models.drafts(plan["arms"]):  # each packaged draft's origin, as the model's
         plan["drafts"] = {name: m.facts() for name, m in found.items()}
+    if used := datasets.names(config["instruments"]):  # each dataset's pins and license
+        plan["datasets"] = {name: datasets.get(name).facts() for name in used}
     plan["bar_sha256"] = registered_bar_sha256(cast(Plan, plan))
     if isinstance(protocol["pairs"], dict):
         plan["protocol"]["stopping"] = stopping.RULE

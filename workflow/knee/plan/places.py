@@ -8,8 +8,9 @@ import os
 import re
 from pathlib import Path
 
-from knee.core import jsonio, layout, prompts
+from knee.core import datasets, jsonio, layout, prompts
 from knee.core.errors import KneeError
+from knee.instruments.sweep import dataset_slices
 from knee.plan import runtimes
 from knee.plan.arms import resolve_arms
 
@@ -78,12 +79,32 @@ def check_model_dir(value: str, key: str, source: str) -> None:
                         "config.json, weights and tokenizer")
 
 
+def check_datasets(instruments: dict, source: str) -> None:
+    """Every dataset selection of the fixture's classes and the sweep."""
+    fixture, sweep = instruments.get("fixture") or {}, instruments["sweep"]
+    for name, selection in (fixture.get("datasets") or {}).items():
+        key = f"instruments.fixture.datasets.{name}"
+        if name not in fixture["classes"]:
+            raise KneeError(f"{source}: {key}: {name!r} is not one of instruments.fixture."
+                            f"classes {fixture['classes']}")
+        datasets.check_selection(selection, fixture["requests"], key, source)
+    if sweep.get("dataset"):
+        needed = sum(n for _, n in dataset_slices(sweep).values())
+        datasets.check_selection(sweep["dataset"], needed, "instruments.sweep.dataset", source)
+
+
 def check_prompts(fixture: dict, source: str, max_model_len: int | None = None) -> None:
+    """The prompt files of every class that selects from no dataset."""
+    own = [c for c in fixture["classes"] if c not in (fixture.get("datasets") or {})]
+    if not own:
+        return
     folder = check_dir(fixture["prompt_dir"], "instruments.fixture.prompt_dir", source)
     if not folder.is_dir():
         raise KneeError(f"{source}: instruments.fixture.prompt_dir: {fixture['prompt_dir']!r} "
                         "is not a directory")
     for i, name in enumerate(fixture["classes"]):
+        if name not in own:
+            continue
         if not any(p.is_file() for p in (folder / name).glob("*.txt")):
             have = sorted(p.name for p in folder.iterdir() if p.is_dir())
             raise KneeError(f"{source}: instruments.fixture.classes[{i}]: {name!r} has no "
@@ -253,6 +274,7 @@ def check(config: dict, source: str) -> None:
         lens = [n for arm in resolve_arms(config).values()
                 if isinstance(n := arm["args"].get("max-model-len"), int)]
         check_prompts(fixture, source, min(lens, default=None))
+    check_datasets(config["instruments"], source)
     path = config["model"].get("path")
     if path is not None:
         if runtime.model_check == "model":

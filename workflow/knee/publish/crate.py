@@ -110,6 +110,15 @@ def build(root: Path) -> dict:
         crate.root_dataset.append_to("mentions", model_entity(crate, made, boots))
     for name, draft in (plan.get("drafts") or {}).items():
         crate.root_dataset.append_to("mentions", model_entity(crate, draft, [], f"#draft-{name}"))
+    for name, data in (plan.get("datasets") or {}).items():
+        crate.root_dataset.append_to("mentions", crate.add(ContextEntity(
+            crate, f"#dataset-{name}", {
+                "@type": "Dataset", "name": name, "license": data["license"],
+                "description": f"{data['origin']}; the prompts knee sends, {data['prompts_file']}"
+                               f" (sha256 {data['prompts_sha256']}), made from "
+                               + ", ".join(f"{m} (sha256 {s})"
+                                           for m, s in data["members"].items()),
+                "identifier": data["wheel"], "sha256": data["wheel_sha256"]})))
     for step, (what, read, wrote) in STEPS.items():
         act(crate, knee_app, f"#step-{step}", f"knee {step}: {what}",
             object=pick(entities, read), result=pick(entities, wrote))
