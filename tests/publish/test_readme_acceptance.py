@@ -17,6 +17,9 @@ def test_the_readme_names_what_acceptance_was_measured_on():
     trained = {"model": {"generated": False},
                "instruments": {"fixture": {}, "stop_at_eos": True}}
     assert readme.workload_caveats(trained) == []
+    chat = {"model": {"generated": False}, "instruments": {
+        "sweep": {"dataset": {"name": "sharegpt", "seed": 1}}, "stop_at_eos": True}}
+    assert readme.workload_caveats(chat) == []  # a dataset's prompts are no random words
 
 
 def window(session, rates):

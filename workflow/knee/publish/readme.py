@@ -209,7 +209,8 @@ def workload_caveats(plan: Plan, names: list[str] | None = None) -> list[str]:
         out.append("The model has random weights (model.generate): acceptance, per position and "
                    "per class, and any k chosen from it describe no trained model's drafts.")
     names = instruments.instrument_names(plan) if names is None else names
-    if random := [n for n in names if instruments.get(n).random_prompts]:
+    if random := [n for n in names if instruments.get(n).random_prompts
+                  and not (plan["instruments"].get(n) or {}).get("dataset")]:
         named = " and ".join([", ".join(random[:-1]), random[-1]] if len(random) > 1 else random)
         out.append(f"The prompts of the {named} are random words (exact-length "
                    "prompts from knee's word list): acceptance measured on them is the model's "
