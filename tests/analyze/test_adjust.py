@@ -71,7 +71,14 @@ def test_the_pinned_aa_judged_with_the_slope_registered_from_the_other_aa():
     """Its single-stream interval with aa-h200-35b's slope, as the variance study has it;
     the interval as measured beside it; the balance check of the arms' host speed."""
     root = H200[1]
-    plan = adjusted_plan(root, calibration.calibrate([H200[0]]))
+    # three pairs cannot show the arms' speeds within ±2 % (the balance interval is about
+    # ±20 %): the adjustment is withheld, as measured; a tolerance that wide applies it
+    _, rules = judged(root, adjusted_plan(root, calibration.calibrate([H200[0]])))
+    withheld = rules["single-stream parity"]
+    assert not withheld["adjustment"]["applied"] and "unadjusted" not in withheld
+    assert "not shown inside the registered tolerance of ±2.0%" in \
+        withheld["adjustment"]["reason"]
+    plan = adjusted_plan(root, calibration.calibrate([H200[0]]), tolerance=30)
     comparison, rules = judged(root, plan)
     single = rules["single-stream parity"]
     assert single["adjustment"]["applied"] and single["adjustment"]["slope"] == 0.1314
@@ -96,8 +103,8 @@ def test_an_arm_that_moved_the_speed_beyond_the_tolerance_is_judged_as_measured(
     rules = {r["rule"]: r for r in bar.judge_plan(plan, comparison, load_boots(plan, root))
              ["rules"]}
     single = rules["single-stream parity"]
-    assert not single["adjustment"]["applied"] and "beyond the registered tolerance" in \
-        single["adjustment"]["reason"]
+    assert not single["adjustment"]["applied"] and "not shown inside the registered " \
+        "tolerance" in single["adjustment"]["reason"]
     assert "unadjusted" not in single and round(single["estimate"], 2) == 0.40
 
 

@@ -20,9 +20,11 @@ def stored():
 def test_each_rule_sets_the_realized_mde_against_the_predicted():
     plan, bar = stored()
     single, c8, c16 = adjusted.rule_lines(plan, bar)
-    assert single.split()[:3] == ["single-stream", "parity", "FAIL"]
-    assert "as measured INCONCLUSIVE" in single and "(+40%: NOT within 30 %)" in single
-    assert "(-19%: within 30 %)" in c8 and "(+8%: within 30 %)" in c16
+    # no rule shows the arms' host speed inside ±2 %: each is judged as measured, against
+    # the MDE the calibration predicts without the adjustment
+    assert single.split()[:3] == ["single-stream", "parity", "INCONCLUSIVE"]
+    assert "as measured INCONCLUSIVE" in single and "(+28%: within 30 %)" in single
+    assert "(-23%: within 30 %)" in c8 and "(-22%: within 30 %)" in c16
 
 
 def test_a_folder_on_several_hosts_names_its_split_pair_and_judges_without_it():

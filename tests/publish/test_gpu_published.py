@@ -88,21 +88,26 @@ def test_the_calibration_aa_sampled_the_host_speed_over_every_run_and_its_check_
     assert "sampling at temperature 0.9 is unchecked" in text and "Nothing sampled" not in text
 
 
-def test_the_adjusted_experiment_ran_its_planned_pairs_over_five_hosts_and_decided_every_rule():
-    """Every session of the plan, each host a lease of its own; the registered adjustment
-    applied to every rule, and it decided single-stream parity, which as measured is
-    INCONCLUSIVE; the README sets the planner's predicted MDE beside the realized one."""
+def test_the_adjusted_experiment_ran_its_planned_pairs_over_five_hosts_as_measured():
+    """Every session of the plan, each host a lease of its own; no rule's balance check shows
+    the arms' host speed within the registered ±2 %, so the adjustment is withheld from every
+    rule: C8 and C16 FAIL as measured, single-stream parity is INCONCLUSIVE, and no verdict is
+    fragile; the README sets the planner's predicted MDE beside the realized one."""
     root = ROOT / "results" / ADJUSTED
     boots = list(gpu_boots(root))
     assert len(boots) == 2 * boots[0][0]["protocol"]["pairs"] == 28
     assert len({boot["hardware"]["boot_id"] for _, _, boot in boots}) == 5
     verdict = jsonio.read(root / "comparison" / "bar.json", "bar")
     assert verdict["verdict"] == "FAIL" and verdict["pairs"] == 14
+    assert [r["verdict"] for r in verdict["rules"]] == ["INCONCLUSIVE", "FAIL", "FAIL"]
     for rule in verdict["rules"]:
-        assert rule["adjustment"]["applied"] and rule["verdict"] == "FAIL", rule["rule"]
+        assert not rule["adjustment"]["applied"] and "unadjusted" not in rule, rule["rule"]
+        assert "not shown inside the registered tolerance of ±2%" in \
+            rule["adjustment"]["reason"]
+        assert not rule["robustness"]["fragile"], rule["rule"]
     single = verdict["rules"][0]
-    assert single["rule"] == "single-stream parity" and single["interval"][1] < -1.5
-    assert single["unadjusted"]["verdict"] == "INCONCLUSIVE"
+    assert single["rule"] == "single-stream parity" and single["interval"][0] < -1.5 < \
+        single["interval"][1]
     text = (root / "README.md").read_text()
     assert "| MDE predicted | MDE realized |" in text and "Measured on 5 hosts" in text
     # the fourth lease's host went back between 12-candidate and 12-control
@@ -110,7 +115,7 @@ def test_the_adjusted_experiment_ran_its_planned_pairs_over_five_hosts_and_decid
         "b9099173-7b1f-4fde-a34d-375af11f2a67", "83708f99-e0e5-4a3f-af1e-ac4b63ec6cfd"]}]
     alone = verdict["hosts"]["rules"][0]["without_split_pairs"]
     assert alone["pairs"] == 13 and alone["verdict"] == "INCONCLUSIVE"
-    assert "single-stream parity: its FAIL rests on pair 12" in text
+    assert "rests on pair 12" not in text
 
 
 @pytest.mark.parametrize("name", [*WORKLOAD, CALIBRATION])

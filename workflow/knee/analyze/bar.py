@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from knee.analyze import covariate, hosts, inference, samework
+from knee.analyze import covariate, hosts, inference, robust, samework
 from knee.core.records import Plan
 from knee.plan import adjust as registered
 from knee.plan import stopping
@@ -91,12 +91,14 @@ def adjusted_effect(comparison: Mapping[str, Any], rule: dict[str, Any], pairs: 
     speeds = [x for x in ratios if x is not None]
     check = covariate.balance(speeds, level)
     out["balance"] = check
-    if covariate.moved(check, adjust["tolerance_pct"]):
+    if not covariate.balanced(check, adjust["tolerance_pct"]):
+        shown = (f"{check['estimate_pct']:+.2f}% [{check['interval'][0]:+.2f}, "
+                 f"{check['interval'][1]:+.2f}]" if check["interval"] else "one pair, no "
+                 "interval")
         return {**out, "applied": False, "reason": (
-            f"the arms' host speed differed by {check['estimate_pct']:+.2f}% "
-            f"[{check['interval'][0]:+.2f}, {check['interval'][1]:+.2f}], beyond the "
-            f"registered tolerance of {adjust['tolerance_pct']}%: an arm may have moved the "
-            "covariate, so the adjustment is withheld and the rule judged as measured")}, None
+            f"the arms' host speed differed by {shown}: not shown inside the registered "
+            f"tolerance of ±{adjust['tolerance_pct']}%, so an arm may have moved the "
+            "covariate; the adjustment is withheld and the rule judged as measured")}, None
     eff = inference.effect(covariate.adjusted(effects, speeds, slope))
     return {**out, "applied": True}, eff
 
@@ -154,6 +156,14 @@ def judge_plan(plan: Plan, comparison: Mapping[str, Any],
     if out["rules"] and (where := hosts.section(plan["bar"]["rules"], out["rules"], boots,
                                                 comparison, out["alpha_per_look"])):
         out["hosts"] = where
+    if out["rules"]:
+        by_pair = hosts.pair_hosts(boots)
+        for rule, verdict in zip(plan["bar"]["rules"], out["rules"], strict=True):
+            if verdict.get("per_pair") and verdict.get("estimate") is not None:
+                _, used = covariate.used_effects(rule, verdict, comparison)
+                verdict["robustness"] = robust.section(rule, verdict, used, by_pair,
+                                                       1 - 2 * out["alpha_per_look"])
+        out["family"] = robust.family(plan["bar"]["rules"], out["alpha_per_look"])
     return out
 
 

@@ -11,8 +11,9 @@ A/A, knee.analyze.calibration): each pair's effect is log(candidate / control) m
 times log(candidate speed / control speed), judged by the same t interval over pairs. A slope
 fitted on the experiment's own pairs with that interval is not calibrated; only a registered
 one is used. Beside every adjusted rule: the balance check (the arms' mean log speed difference
-with its interval); where it shows an arm moved the speed beyond the registered tolerance, the
-adjustment is withheld and the rule judged as measured.
+with its interval). The adjustment applies only where balance is shown: the interval lies
+inside ±the registered tolerance (equivalence, the burden of proof on balance); anywhere else
+an arm may have moved the covariate, so the rule is judged as measured and says why.
 """
 
 from __future__ import annotations
@@ -103,14 +104,28 @@ def balance(ratios: list[float], confidence: float) -> dict[str, Any]:
             "interval": [round(v, 3) for v in interval] if interval else None}
 
 
-def moved(check: dict[str, Any], tolerance_pct: float) -> bool:
-    """The balance check shows an arm moved the speed: its interval excludes zero and its
-    estimate is beyond the tolerance."""
+def balanced(check: dict[str, Any], tolerance_pct: float) -> bool:
+    """The balance check shows the arms' host speed alike: its whole interval inside
+    ±tolerance (equivalence, as a parity rule; an interval that cannot show it, too wide or
+    absent, withholds the adjustment)."""
     lo_hi = check["interval"]
-    return bool(lo_hi) and (lo_hi[0] > 0 or lo_hi[1] < 0) \
-        and abs(check["estimate_pct"]) > tolerance_pct
+    return bool(lo_hi) and -tolerance_pct <= lo_hi[0] and lo_hi[1] <= tolerance_pct
 
 
 def adjusted(effects: list[float], ratios: list[float], slope: float) -> list[float]:
     """Each pair's effect less the registered slope times its log speed ratio."""
     return [e - slope * x for e, x in zip(effects, ratios, strict=True)]
+
+
+def used_effects(rule: Mapping[str, Any], verdict: Mapping[str, Any],
+                 comparison: Mapping[str, Any]) -> tuple[list[float], list[float]]:
+    """A judged rule's per-pair effects (log ratios) as measured and as its verdict used them
+    (adjusted where the adjustment was applied); a judged rule has a figure in every pair."""
+    measured = [x for p in verdict["per_pair"]
+                if (x := inference.log_ratio(p["control"], p["candidate"])) is not None]
+    adjustment = verdict.get("adjustment") or {}
+    if not adjustment.get("applied"):
+        return measured, measured
+    ratios = speed_ratios(comparison, dict(rule), len(verdict["per_pair"]))
+    return measured, adjusted(measured, [x for x in ratios if x is not None],
+                              adjustment["slope"])

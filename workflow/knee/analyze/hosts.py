@@ -58,15 +58,8 @@ def judge_rule(rule: Mapping[str, Any], verdict: Mapping[str, Any],
     """One rule: each host's spread of the per-pair effect and, where a pair is split across
     hosts, the rule judged without it (on the effect the verdict used)."""
     pairs = [p["pair"] for p in verdict["per_pair"]]
-    # a judged rule has a figure in every pair (knee.analyze.bar: else INVALID)
-    measured = [x for p in verdict["per_pair"]
-                if (x := inference.log_ratio(p["control"], p["candidate"])) is not None]
-    used = measured
+    measured, used = covariate.used_effects(rule, verdict, comparison)
     adjustment = verdict.get("adjustment") or {}
-    if adjustment.get("applied"):
-        ratios = covariate.speed_ratios(comparison, dict(rule), len(pairs))
-        used = covariate.adjusted(measured, [x for x in ratios if x is not None],
-                                  adjustment["slope"])
     out: dict[str, Any] = {"rule": verdict["rule"], "adjusted": bool(adjustment.get("applied")),
                            "per_host": [spread(h, pairs, by_pair, measured, used)
                                         for h in hosts]}

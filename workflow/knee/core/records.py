@@ -247,6 +247,7 @@ class RuleVerdict(TypedDict, total=False):
     reason: str
     adjustment: Section
     unadjusted: Section
+    robustness: Section
 
 
 class BarVerdict(Stamped, total=False):
@@ -266,6 +267,7 @@ class BarVerdict(Stamped, total=False):
     confounds: list[str]
     rules_verdict: str
     hosts: Section
+    family: Section
 
 
 class Recommendation(Stamped, total=False):

@@ -42,12 +42,12 @@ def preflight(plan: Plan, arm_name: str, rt: dict | None = None) -> None:
         gpu.facts(gpu.nvml(), gpus)  # NVML answers for every GPU named
     if not plan["model"]["generated"]:
         places.check_model_dir(plan["model"]["path"], "model.path", "plan.json")
-    check_datasets(plan["instruments"])
+    check_datasets(plan.get("instruments") or {})
 
 
 def check_datasets(instruments: dict) -> None:
     """Every dataset selection's prompts are in their checked file, as many as are sent."""
-    fixture, sweep = instruments.get("fixture") or {}, instruments["sweep"]
+    fixture, sweep = instruments.get("fixture") or {}, instruments.get("sweep") or {}
     for name, selection in (fixture.get("datasets") or {}).items():
         datasets.take(selection, fixture["requests"], where=f"instruments.fixture.datasets.{name}")
     if sweep.get("dataset"):
