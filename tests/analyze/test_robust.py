@@ -69,3 +69,4 @@ def test_the_bar_states_its_family_wise_error():
     assert math.isclose(three["fail_error_at_most"], 0.15) and three["pass_error_at_most"] == 0.05
     assert "at most 3 x 0.05 = 15%" in three["statement"]
     assert robust.family([{}], 0.05)["statement"] == "One rule, one-sided at alpha 0.05."
+

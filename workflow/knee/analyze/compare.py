@@ -24,11 +24,11 @@ from knee.analyze import (
     together,
 )
 from knee.analyze.folder import Sessions
-from knee.analyze.stats import decode_rate, mean, pct, point_summary
+from knee.analyze.stats import decode_rate, gmean, mean, pct, point_summary
 from knee.core.records import Plan
 from knee.plan.arms import differences, in_variable, shown_variable
 
-METRICS = ("throughput", "decode_rate_p50", "ttft_p50")
+METRICS = ("throughput", "decode_rate_p50", "ttft_p50", "decode_rate_gmean")
 NOISE_METHOD = ("noise_pct is the largest of the run-to-run spread of either arm at the point "
                 "and the control's spread across its boots. A per-pair row's interval is a "
                 "bootstrap over requests (2000 resamples, seeded) of the delta of the p50 "
@@ -90,9 +90,14 @@ def arm_figures(raw: dict[str, Any],
     for point, runs in by_point.items():
         out[point] = {m: mean([r[m] for r in runs]) for m in METRICS}
         out[point]["errors"] = sum(r["errors"] for r in runs)
+        # paired over requests: the geometric mean over every run's requests at once
+        out[point]["decode_rate_gmean"] = gmean([
+            decode_rate(r) for p in raw["points"] if p["point"] == point
+            for r in p["records"] if not r["warmup"]])
     if instruments.get(raw["instrument"]).pools:
         recs = [r for p in raw["points"] for r in p["records"] if not r["warmup"]]
-        out["all"] = {"decode_rate_p50": pct([decode_rate(r) for r in recs], 50),
+        rates = [decode_rate(r) for r in recs]
+        out["all"] = {"decode_rate_p50": pct(rates, 50), "decode_rate_gmean": gmean(rates),
                       "throughput": None, "ttft_p50": None, "errors": 0}
     return out
 

@@ -165,7 +165,8 @@ def request_rate(rec: Mapping[str, Any]) -> float | None:
 # metric -> (a request's figure, the statistic over a window's requests)
 PER_REQUEST: dict[str, tuple[Callable[[Mapping[str, Any]], float | None], Callable[..., Any]]] = {
     "decode_rate_p50": (decode_rate, np.median), "ttft_p50": (ttft, np.median),
-    "throughput": (request_rate, np.mean)}
+    "throughput": (request_rate, np.mean),
+    "decode_rate_gmean": (decode_rate, lambda v, axis=None: np.exp(np.log(v).mean(axis=axis)))}
 
 
 def within_pair_interval(control: list[dict[str, Any]], candidate: list[dict[str, Any]],

@@ -85,6 +85,14 @@ def pct(values: Sequence[float | None], q: float) -> float | None:
     return float(np.percentile(vals, q)) if vals else None
 
 
+def gmean(values: Sequence[float | None]) -> float | None:
+    """Geometric mean of the positive values that are not None; None if there are none. Over
+    the same requests in both arms, log(candidate / control) of two such means is the mean
+    over requests of each request's own log ratio: the figure pairs the requests."""
+    vals = [v for v in values if v is not None and v > 0]
+    return math.exp(fmean([math.log(v) for v in vals])) if vals else None
+
+
 def point_summary(point: dict[str, Any]) -> dict[str, Any]:
     """A point's figures: p50/p90/p99 over its requests of TTFT, decode rate, TPOT, E2E and
     chunk gap (pooled); aggregate throughput = output tokens / wall time. Errors are counted
@@ -107,6 +115,7 @@ def point_summary(point: dict[str, Any]) -> dict[str, Any]:
             out[f"{name}_p{q}"] = pct(values, q)
     for q in (50, 90, 99):
         out[f"chunk_gap_p{q}"] = pct(gaps, q)
+    out["decode_rate_gmean"] = gmean([decode_rate(r) for r in ok])
     return out
 
 

@@ -144,10 +144,11 @@ def check_bar(config: dict, source: str = "config") -> None:
                             "under instruments")
         spec = instruments.get(rule["instrument"])
         if rule["point"] == "all":
-            if not spec.pools or rule["metric"] != "decode_rate_p50":
+            if not spec.pools or rule["metric"] not in ("decode_rate_p50", "decode_rate_gmean"):
                 pooling = [n for n, s in instruments.REGISTRY.items() if s.pools]
                 raise KneeError(f"{where}: {rule['metric']} at point 'all' is not a figure "
-                                "knee computes (use a single point, or decode_rate_p50 of "
+                                "knee computes (use a single point, or decode_rate_p50 or "
+                                "decode_rate_gmean of "
                                 f"{' or '.join(pooling)})")
             continue
         assert spec.bar_points is not None  # the schema names only instruments with points
