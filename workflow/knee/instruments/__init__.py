@@ -57,6 +57,18 @@ def sampled_temperatures(config: dict[str, Any]) -> list[float]:
     return sorted(float(t) for t in out if t > 0)
 
 
+def dataset_selections(config: dict[str, Any]) -> list[tuple[str, dict[str, Any], int]]:
+    """Every dataset selection of these instruments (the fixture's classes', the sweep's):
+    its config key, the selection, and how many of its prompts the instrument sends."""
+    fixture, sweep_cfg = config.get("fixture") or {}, config.get("sweep") or {}
+    out = [(f"instruments.fixture.datasets.{name}", selection, fixture["requests"])
+           for name, selection in (fixture.get("datasets") or {}).items()]
+    if sweep_cfg.get("dataset"):
+        out.append(("instruments.sweep.dataset", sweep_cfg["dataset"],
+                    sum(n for _, n in sweep.dataset_slices(sweep_cfg).values())))
+    return out
+
+
 def derived() -> tuple[tuple[str, Derived], ...]:
     """Every registered instrument's derived comparison sections, (instrument, section), in
     registration order (the order of their keys in comparison.json)."""
@@ -69,5 +81,5 @@ def figures() -> tuple[Figure, ...]:
 
 
 __all__ = ["LOAD", "REGISTRY", "SINGLE_STREAM", "Derived", "Figure", "Spec", "acceptance",
-           "config_schema", "derived", "figures", "get", "names", "register", "role",
-           "sampled_temperatures", "unregister"]
+           "config_schema", "dataset_selections", "derived", "figures", "get", "names",
+           "register", "role", "sampled_temperatures", "unregister"]

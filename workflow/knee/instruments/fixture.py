@@ -33,7 +33,7 @@ def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     sampling = target.sampling_params(cfg["output_tokens"])
     out: dict[str, Any] = {"instrument": "fixture", "points": [], "warmup": None}
     for name in cfg["classes"]:
-        ps, dataset, spec = class_prompts(cfg, name)
+        ps, dataset, spec = class_requests(cfg, name)
         before = target.scrape()
         result = target.send(ps, sampling)
         after = target.scrape()
@@ -45,7 +45,7 @@ def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def class_prompts(cfg: dict[str, Any], name: str) -> tuple[list[str], str, str]:
+def class_requests(cfg: dict[str, Any], name: str) -> tuple[list[str], str, str]:
     """A class's prompts, the dataset its windows name and how they were chosen."""
     selection = (cfg.get("datasets") or {}).get(name)
     if selection:

@@ -11,7 +11,7 @@ from pathlib import Path
 from knee.core import datasets, jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Plan
-from knee.instruments.sweep import dataset_slices
+from knee.instruments import dataset_selections
 from knee.measure import gpu, receipts
 from knee.plan import adjust, places
 
@@ -47,12 +47,8 @@ def preflight(plan: Plan, arm_name: str, rt: dict | None = None) -> None:
 
 def check_datasets(instruments: dict) -> None:
     """Every dataset selection's prompts are in their checked file, as many as are sent."""
-    fixture, sweep = instruments.get("fixture") or {}, instruments.get("sweep") or {}
-    for name, selection in (fixture.get("datasets") or {}).items():
-        datasets.take(selection, fixture["requests"], where=f"instruments.fixture.datasets.{name}")
-    if sweep.get("dataset"):
-        last = max(offset + n for offset, n in dataset_slices(sweep).values())
-        datasets.take(sweep["dataset"], last, where="instruments.sweep.dataset")
+    for key, selection, needed in dataset_selections(instruments):
+        datasets.take(selection, needed, where=key)
 
 
 def check_calibrated(plan: Plan, engine_facts: dict) -> None:

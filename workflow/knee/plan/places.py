@@ -10,7 +10,7 @@ from pathlib import Path
 
 from knee.core import datasets, jsonio, layout, prompts
 from knee.core.errors import KneeError
-from knee.instruments.sweep import dataset_slices
+from knee.instruments import dataset_selections
 from knee.plan import runtimes
 from knee.plan.arms import resolve_arms
 
@@ -81,16 +81,13 @@ def check_model_dir(value: str, key: str, source: str) -> None:
 
 def check_datasets(instruments: dict, source: str) -> None:
     """Every dataset selection of the fixture's classes and the sweep."""
-    fixture, sweep = instruments.get("fixture") or {}, instruments["sweep"]
-    for name, selection in (fixture.get("datasets") or {}).items():
-        key = f"instruments.fixture.datasets.{name}"
+    fixture = instruments.get("fixture") or {}
+    for name in fixture.get("datasets") or {}:
         if name not in fixture["classes"]:
-            raise KneeError(f"{source}: {key}: {name!r} is not one of instruments.fixture."
-                            f"classes {fixture['classes']}")
-        datasets.check_selection(selection, fixture["requests"], key, source)
-    if sweep.get("dataset"):
-        needed = sum(n for _, n in dataset_slices(sweep).values())
-        datasets.check_selection(sweep["dataset"], needed, "instruments.sweep.dataset", source)
+            raise KneeError(f"{source}: instruments.fixture.datasets.{name}: {name!r} is not "
+                            f"one of instruments.fixture.classes {fixture['classes']}")
+    for key, selection, needed in dataset_selections(instruments):
+        datasets.check_selection(selection, needed, key, source)
 
 
 def check_prompts(fixture: dict, source: str, max_model_len: int | None = None) -> None:
