@@ -46,7 +46,8 @@ def test_an_argument_the_arms_ran_with_differently_is_reported():
     candidate["non_default_args"]["max_num_seqs"] = 32
     found = resolved.differences(VARIABLE, boots(control, candidate))
     assert {"kind": "engine argument", "arms": ["control", "candidate"],
-            "what": "max_num_seqs: control 16, candidate 32"} in found
+            "what": "max_num_seqs: control 16, candidate 32",
+            "setting": "max_num_seqs from 16 to 32"} in found
 
 
 def test_the_port_and_the_variable_itself_are_not_differences():

@@ -145,7 +145,7 @@ def test_a_campaign_over_long_names_gets_a_folder_name_that_fits():
 def test_nothing_outside_a_results_folder_is_read_or_printed(results, tmp_path):
     """A manifest line naming ../x, a README link into ../outside.json or through a link that
     leads out: named as leading outside, never read."""
-    from knee.publish import audit
+    from knee.publish import audit, trace
 
     secret = tmp_path / "outside.json"
     secret.write_text('{"secret": "do-not-print"}')
@@ -157,18 +157,18 @@ def test_nothing_outside_a_results_folder_is_read_or_printed(results, tmp_path):
     readme.write_text(readme.read_text() + "\n[7](../outside.json#/secret) "
                       "[8](comparison/out.json#/secret)\n")
     with pytest.raises(KneeError, match="leads outside") as e:
-        audit.trace(results, "7")
+        trace.trace(results, "7")
     assert "do-not-print" not in str(e.value)
     # a link in the folder: the folder is refused before anything in it is read
     (results / "comparison" / "out.json").symlink_to(secret)
     with pytest.raises(KneeError, match=r"comparison/out.json is a symbolic link: not followed") \
             as e:
-        audit.trace(results, "8")
+        trace.trace(results, "8")
     assert "do-not-print" not in str(e.value)
     (results / "comparison" / "out.json").unlink()
     readme.write_text(readme.read_text() + "\n[9](comparison/bar.json#/no/such)\n")
     with pytest.raises(KneeError, match=r"comparison/bar.json#/no/such: no such value"):
-        audit.trace(results, "9")
+        trace.trace(results, "9")
 
 
 def test_an_aa_may_measure_one_external_server_and_an_ab_may_not():

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from knee.publish import audit
+from knee.publish import audit, trace
 from tests.helpers import ROOT, run_knee
 
 EXAMPLE = ROOT / "results" / "ksched-cpu"
@@ -79,7 +79,7 @@ def test_a_tampered_receipt_is_caught_and_named(results):
 def test_trace_prints_the_chain_from_readme_to_config(results):
     data = json.loads((results / "comparison" / "bar.json").read_text())
     shown = f"{data['rules'][-1]['per_pair'][0]['delta_pct']:+.2f}%"
-    chain = "\n".join(audit.trace(results, shown))
+    chain = "\n".join(trace.trace(results, shown))
     assert "README.md:" in chain and "comparison/bar.json#/rules/2/per_pair/0/delta_pct" in chain
     assert "raw/1-candidate/sweep.json" in chain and "request records" in chain
     assert "receipts/1-candidate-boot.json" in chain and "argv:" in chain

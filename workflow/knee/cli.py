@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -18,12 +20,13 @@ from knee.analyze.bar import judge_plan
 from knee.analyze.folder import Named, load_sessions
 from knee.analyze.prom import window_metrics
 from knee.commands import COMMANDS, DETAILS
-from knee.core import jsonio, layout
+from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
 from knee.plan import runtimes
 from knee.plan.arms import ARMS
 
 EXIT_INVALID = 3
+BOOTS = ("session", "pair")  # the commands that start an engine (and stop it when interrupted)
 EXIT_AUDIT = 4
 EXIT_VERDICT = {"PASS": 0, "FAIL": 10, "INCONCLUSIVE": 11, "CONFOUNDED": 12,
                 "INVALID": EXIT_INVALID}
@@ -175,9 +178,9 @@ def cmd_audit(args) -> int:
 
 
 def cmd_trace(args) -> int:
-    from knee.publish import audit
+    from knee.publish import trace
 
-    print("\n".join(audit.trace(args.results, args.query)))
+    print("\n".join(trace.trace(args.results, args.query)))
     return 0
 
 
@@ -281,6 +284,8 @@ def cmd_recommend(args) -> int:
     from knee.publish import recommend_out
 
     named = args.inputs and Named("knee recommend", args.inputs)
+    if not named:
+        folderscan.checked([args.results], "knee recommend")
     rec = recommend_out.write(args.results, args.config or recommend_out.config_of(args.results),
                               jsonio.read(args.results / layout.PLAN, "plan"), named)
     print(f"{args.results}/recommend: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"]
@@ -304,11 +309,11 @@ def cmd_calibrate(args) -> int:
 
 def cmd_design(args) -> int:
     from knee.analyze import design
-    from knee.plan import config
+    from knee.plan import adjust, config
 
     if not 0 < args.mde < 100:
         raise KneeError(f"--mde: {args.mde}: a target MDE is a percentage above 0 and under 100")
-    document = jsonio.read(args.calibration, "calibration")
+    document, _ = adjust.read(args.calibration, f"knee design: {args.calibration}")
     out = design.plan_protocol(document, config.load(args.config), args.mde)
     print(design.report(out))
     if args.out and out["adjusted"]:
@@ -388,8 +393,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"knee {args.cmd}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as e:
-        print(f"knee {args.cmd}: interrupted ({e}); engine stopped", file=sys.stderr)
+        stopped = "; engine stopped" if args.cmd in BOOTS else ""
+        print(f"knee {args.cmd}: interrupted ({e}){stopped}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `knee trace ... | head`: the reader has gone; end as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from typing import Any, cast
 from knee.analyze import bar, compare, inference
 from knee.analyze.folder import Sessions, load_sessions
 from knee.analyze.noise import spread_pct
-from knee.core import jsonio, layout
+from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Plan
 from knee.plan.arms import NO_VARIABLE
@@ -27,7 +27,7 @@ from knee.plan.config import sha256_of
 def boots_of(roots: list[Path], arm: dict[str, Any]) -> list[dict[str, Any]]:
     """Every session of these results folders that ran exactly `arm`, in boot order."""
     found = []
-    for root in roots:
+    for root in folderscan.checked(roots, "an A/A"):
         plan = jsonio.read(Path(root) / layout.PLAN, "plan")
         for session in load_sessions(plan, root).values():
             if session["boot"]["server"] == arm:

@@ -7,6 +7,7 @@ convention) but has no verdict.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -127,6 +128,7 @@ def judge(comparison: Mapping[str, Any], bar: Mapping[str, Any], pairs: int, bar
     rules = [judge_rule(comparison["rows"], pairs, r, alpha, adjust, comparison)
              for r in bar["rules"]]
     verdict = overall([r["verdict"] for r in rules])
+    base |= {"excused": found} if (found := excused(comparison, bar)) else {}
     if (found := confounds(comparison, bar)) and verdict != "INVALID":
         return {**base, "verdict": "CONFOUNDED", "rules": rules, "confounds": found,
                 "rules_verdict": verdict}
@@ -138,10 +140,36 @@ def confounds(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dic
     engine said it resolved) that the bar did not pre-register: one variable means one
     variable as the engine ran it; and each point where more of the paired requests generated
     different tokens than the bar's max_divergent_share allows (the arms did different work)."""
-    expected = bar.get("expected_engine_differences") or []
     return [d for d in comparison.get("engine_differences") or []
-            if not any(e in d["what"] for e in expected)] \
+            if excused_by(d, bar) is None] \
         + samework.divergences(comparison, bar.get("max_divergent_share"))
+
+
+# a setting the engine changed, as its log says it or as knee states an argument the arms ran
+# with differently: NAME from A to B (the form bar.expected_engine_differences registers)
+SETTING = re.compile(r"\b([A-Za-z_][A-Za-z0-9_.-]*) from (\S+?) to (\S+?)(?=[.,;:]?(?:\s|$))")
+
+
+def settings(difference: Mapping[str, Any]) -> set[str]:
+    """Every `NAME from A to B` a difference states (an engine argument's own: its key from
+    the control's value to the candidate's)."""
+    if difference.get("setting"):
+        return {difference["setting"]}
+    return {" ".join((m[1], "from", m[2], "to", m[3]))
+            for m in SETTING.finditer(difference["what"])}
+
+
+def excused_by(difference: Mapping[str, Any], bar: Mapping[str, Any]) -> str | None:
+    """The registered expected difference that names this one's setting and both its values
+    exactly (not a piece of its text: an entry of one word would excuse everything)."""
+    found = settings(difference)
+    return next((e for e in bar.get("expected_engine_differences") or [] if e in found), None)
+
+
+def excused(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each engine difference the bar expected, with the registered entry that excused it."""
+    return [{"what": d["what"], "by": by} for d in comparison.get("engine_differences") or []
+            if (by := excused_by(d, bar)) is not None]
 
 
 def judge_plan(plan: Plan, comparison: Mapping[str, Any],

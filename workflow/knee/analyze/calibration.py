@@ -23,7 +23,7 @@ from knee import instruments
 from knee.analyze import compare, covariate, sampling
 from knee.analyze.folder import load_receipts, load_sessions
 from knee.analyze.stats import fmean, mean, point_summary
-from knee.core import jsonio, layout
+from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
 from knee.plan.adjust import differing, engine_name, key
 
@@ -149,11 +149,28 @@ def folder_boots(root: Path) -> list[dict[str, Any]]:
     out = []
     for (pair, arm), s in sorted(load_sessions(plan, root).items()):
         boot, stop = s["boot"], stops.get(f"{pair}-{arm}")
-        out.append({"folder": plan["name"], "plan": plan, "session": f"{pair}-{arm}",
+        out.append({"folder": plan["name"], "root": root, "boot": boot, "plan": plan,
+                    "session": f"{pair}-{arm}",
                     "withheld": sampling.withheld(boot),
                     "group": (plan["name"], json.dumps(boot["server"], sort_keys=True)),
                     "facts": boot_facts(boot), "raw": s["raw"], "cost": cost(boot, stop, s)})
     return out
+
+
+def once(boots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The boots of the folders, refused where one experiment or one boot comes twice (a copy
+    of a folder: its boots would sit in the fit that predicts them, and halve the noise)."""
+    seen: dict[tuple[str, ...], str] = {}
+    for b in boots:
+        boot = b["boot"]
+        ident = (str(boot.get("experiment")), b["session"], str(boot.get("started_at")))
+        if ident in seen:
+            raise KneeError(f"knee calibrate: session {b['session']} of experiment "
+                            f"{ident[0][:80]!r} (booted {ident[2][:40]}) is in {b['root']} and in "
+                            f"{seen[ident]}: a folder read twice, or a copy of one; each boot "
+                            "counts once")
+        seen[ident] = str(b["root"])
+    return boots
 
 
 def _seconds(stamp: str) -> float:
@@ -246,7 +263,8 @@ def calibrate(roots: list[Path], timing_only: bool = False) -> dict[str, Any]:
     """The calibration of the bar figures of these folders (their bars' rules, once each).
     Figures knee withholds (the engine failed its sampling check) are left out, or with
     `timing_only` calibrated for their timing alone, which the file records."""
-    boots = [b for root in roots for b in folder_boots(root)]
+    roots = folderscan.checked(roots, "knee calibrate")
+    boots = once([b for root in roots for b in folder_boots(root)])
     if not boots:
         raise KneeError("no measured session in " + ", ".join(map(str, roots)))
     withheld = withheld_sessions(boots)

@@ -18,6 +18,7 @@ from typing import Any
 
 from knee import instruments
 from knee.analyze import inference
+from knee.core.errors import KneeError
 from knee.core.records import Plan
 from knee.plan.adjust import figure_of
 
@@ -81,6 +82,10 @@ def plan_protocol(document: dict[str, Any], config: dict[str, Any],
     rules, alpha = config["bar"]["rules"], config["bar"]["alpha"]
     sweep = config["instruments"][instruments.role(instruments.LOAD)]
     costs = document["costs"]
+    if costs["fixed_s"] is None:
+        raise KneeError("the calibration has no session cost (costs.fixed_s is null: none of "
+                        "its sessions has a stop receipt), and a protocol is priced by it: "
+                        "calibrate on folders whose sessions finished")
     notes = []
     if sweep.get("requests_per_stream") != costs.get("requests_per_stream"):
         notes.append(f"the calibration measured {costs.get('requests_per_stream')} requests a "

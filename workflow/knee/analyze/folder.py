@@ -95,7 +95,12 @@ def realized_pairs(plan: Plan, root: Path, named: Named | None = None) -> int:
 
 
 def sessions_upto(plan: Plan, n: int) -> list[dict[str, Any]]:
-    """The planned sessions of the first n pairs, in protocol order."""
+    """The planned sessions of the first n pairs, in protocol order, each id checked to be its
+    pair and arm (knee makes the session's file names of it) before any file is named."""
+    for i, s in enumerate(plan["protocol"]["sessions"]):
+        if s["id"] != f"{s['pair']}-{s['arm']}":
+            raise KneeError(f"plan.json: protocol.sessions[{i}].id {str(s['id'])[:80]!r} is not "
+                            f"its pair and arm ({s['pair']}-{s['arm']}): not read further")
     return [s for s in plan["protocol"]["sessions"] if s["pair"] <= n]
 
 

@@ -100,9 +100,16 @@ def differences(variable: str | list[str] | None,
         if values["control"] != values["candidate"]:
             out.append({"kind": "engine argument", "arms": ["control", "candidate"],
                         "what": f"{key}: control {', '.join(values['control'])}, candidate "
-                                f"{', '.join(values['candidate'])}"})
+                                f"{', '.join(values['candidate'])}",
+                        "setting": f"{key} from {_word(values['control'])} to "
+                                   f"{_word(values['candidate'])}"})
     return out
 
+
+
+def _word(values: list[str]) -> str:
+    """An arm's values of a setting as one word (NAME from A to B: A and B hold no blank)."""
+    return ",".join(values).replace(" ", "")
 
 
 # where requests may end at end-of-sequence (instruments.stop_at_eos), the candidate's requests

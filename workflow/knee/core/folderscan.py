@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
+
+from knee.core.errors import KneeError
 
 # the largest file of a results folder: a raw sweep file of an H200 experiment is 3 MB
 FILE_LIMIT = 64 << 20
@@ -56,3 +59,19 @@ def entry_problem(path: Path, root: Path) -> list[str]:
         return [f"{root}: {shown}: {info.st_size} bytes, over the {FILE_LIMIT} a results file "
                 "may hold: not read"]
     return []
+
+
+def checked(roots: Iterable[Path | str], command: str) -> list[Path]:
+    """The results folders a command was handed, each checked as the audit checks it before
+    anything in it is read, and none handed twice (by where it resolves: a second spelling of
+    one folder would count its boots twice)."""
+    seen: dict[Path, Path] = {}
+    for root in map(Path, roots):
+        if bad := problems(root):
+            raise KneeError(f"{command}: {root} cannot be read:\n  " + "\n  ".join(bad))
+        real = root.resolve()
+        if real in seen:
+            raise KneeError(f"{command}: {root} is {seen[real]} again: each folder is read once "
+                            "(twice, its boots would count twice)")
+        seen[real] = root
+    return list(seen.values())

@@ -46,6 +46,11 @@ REDERIVE = {
 }
 
 
+# a document of one kind held inside a file of another, validated as its own kind where it is
+# read: a plan embeds the calibration its bar registers (bar.adjust)
+EMBEDDED = {"plan": ((("calibration", "document"), "calibration"),)}
+
+
 @cache
 def schema_file(kind: str) -> dict[str, Any]:
     """A schema as its file holds it, as knee validates a file with it (the config's, with
@@ -202,8 +207,12 @@ def in_folder(root: Path | str, name: str) -> Path:
 
 def read_text(path: Path | str, limit: int = READ_LIMIT) -> str:
     """read_bytes as UTF-8 text, naming the file when it is not."""
+    return decode(read_bytes(path, limit), path)
+
+
+def decode(data: bytes, path: Path | str) -> str:
     try:
-        return read_bytes(path, limit).decode()
+        return data.decode()
     except UnicodeDecodeError as e:
         raise KneeError(f"{path}: not UTF-8 text ({e})") from None
 
@@ -216,6 +225,34 @@ def write_text(path: Path | str, text: str) -> None:
         atomic_write_text(path, gzip.compress(text.encode(), compresslevel=6, mtime=0))
     else:
         atomic_write_text(path, text)
+
+
+# a count, a size in bytes or a time in nanoseconds fits; a longer integer is no number knee wrote
+INT_DIGITS = 19
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits: no number knee writes "
+                         f"has more than {INT_DIGITS}")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is beyond a float's range")
+    return value
+
+
+def _constant(text: str) -> float:
+    raise ValueError(f"{text} is not a number knee writes (JSON has no {text})")
+
+
+def loads(text: str) -> Any:
+    """JSON as knee writes it: no NaN or Infinity, no number beyond a float's range, no
+    integer longer than INT_DIGITS (each a ValueError naming it, not a number to overflow on)."""
+    return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
 
 
 def dumps(data: Any) -> str:
@@ -259,9 +296,19 @@ def read(path: Path | str, kind: str | None = None) -> Any: ...
 def read(path: Path | str, kind: str | None = None) -> Any:
     """A JSON file, bounded; given its kind, checked to be that kind of knee file at the version
     this knee reads, validated, and typed as the kind's record (knee.core.records)."""
-    path = Path(path)
+    return parse(read_text(path), Path(path), kind)
+
+
+def read_hashed(path: Path | str, kind: str, limit: int) -> tuple[Any, str]:
+    """read, of at most `limit` bytes, with the sha256 of the very bytes it parsed (a file
+    replaced between a read and a hash cannot register one content under another's sum)."""
+    data = read_bytes(path, limit)
+    return parse(decode(data, path), Path(path), kind), hashlib.sha256(data).hexdigest()
+
+
+def parse(text: str, path: Path, kind: str | None) -> Any:
     try:
-        data = json.loads(read_text(path))
+        data = loads(text)
     except (ValueError, RecursionError) as e:  # ValueError: not JSON, or a number too long
         raise KneeError(f"{path}: not JSON ({str(e)[:200]})") from None
     if kind is not None and not isinstance(data, dict):
@@ -275,4 +322,13 @@ def read(path: Path | str, kind: str | None = None) -> Any:
                             f"knee reads version {schema_version(kind)} (it adds "
                             f"{REDERIVE.get(kind, 'fields')})")
         check(kind, data, str(path))
+        for keys, inner in EMBEDDED.get(kind, ()):
+            if (got := _at(data, keys)) is not None:
+                check(inner, got, f"{path}#/{'/'.join(keys)}")
+    return data
+
+
+def _at(data: Any, keys: tuple[str, ...]) -> Any:
+    for k in keys:
+        data = data.get(k) if isinstance(data, dict) else None
     return data

@@ -6,7 +6,10 @@ Snakemake passes "{sid}" and the like to get its wildcard patterns."""
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePath
+
+from knee.core.errors import KneeError
 
 PLAN = "plan.json"
 README = "README.md"
@@ -42,10 +45,33 @@ REALIZED = "protocol/realized.json"
 
 LOGS = "logs"
 
+# the names a folder's own files carry and knee builds paths from: a session id as the plan
+# makes it (PAIR-ARM), an instrument's name, or a pattern of them: a Snakemake wildcard
+# ("{sid}") for the rules, a glob's "*" for the crate. A name read from a folder's content that
+# is not one is refused before any path is made of it
+SESSION_ID = re.compile(r"[1-9][0-9]{0,5}-(control|candidate)")
+INSTRUMENT = re.compile(r"[a-z][a-z0-9_]{0,31}")
+WILDCARD = re.compile(r"\{[a-z_]+\}|\*")
+
+
+def _named(name: object, pattern: re.Pattern[str], what: str) -> str:
+    if not isinstance(name, str) or not (pattern.fullmatch(name) or WILDCARD.fullmatch(name)):
+        raise KneeError(f"{str(name)[:80]!r} is not {what}: no path is made of it")
+    return name
+
+
+def session(sid: object) -> str:
+    """A session id, checked to be one the plan makes (PAIR-ARM)."""
+    return _named(sid, SESSION_ID, "a session id (PAIR-control or PAIR-candidate)")
+
+
+def instrument_name(name: object) -> str:
+    return _named(name, INSTRUMENT, "an instrument's name")
+
 
 def receipt(sid: str, kind: str) -> str:
     """A session's receipt: boot, stop or cache."""
-    return f"{RECEIPTS}/{sid}-{kind}.json"
+    return f"{RECEIPTS}/{session(sid)}-{kind}.json"
 
 
 def facts(name: str) -> str:
@@ -55,12 +81,12 @@ def facts(name: str) -> str:
 
 def raw_dir(sid: str) -> str:
     """A session's raw measurements (knee.core.rawfiles names the files in it)."""
-    return f"{RAW}/{sid}"
+    return f"{RAW}/{session(sid)}"
 
 
 def metrics(sid: str, instrument: str) -> str:
     """One window's metrics, derived from its raw file and scrapes."""
-    return f"{RAW}/{sid}/{instrument}.metrics.json"
+    return f"{RAW}/{session(sid)}/{instrument_name(instrument)}.metrics.json"
 
 
 def look(pairs: int | str) -> str:

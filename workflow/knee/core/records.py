@@ -265,6 +265,7 @@ class BarVerdict(Stamped, total=False):
     rules: Required[list[RuleVerdict]]
     bar: Section
     confounds: list[str]
+    excused: list[dict[str, str]]  # each expected engine difference and the entry that excused it
     rules_verdict: str
     hosts: Section
     family: Section

@@ -26,6 +26,7 @@ from knee.core.records import Plan
 
 LEAD_S = 0.25  # from the later session's ready to the start: both are sleeping by then
 POLL_S = 0.01
+AHEAD_S = 5.0  # how far ahead of this host's clock a partner's ready time may lie
 STOP_WAIT_S = 180  # a session told to stop stops its engine first
 
 
@@ -55,10 +56,28 @@ def meet(root: Path, info: Mapping[str, Any], window: str, timeout_s: float) -> 
             raise KneeError(f"session {info['id']}: its partner {info['together']} was not ready "
                             f"for the {window} window within {timeout_s:.0f} s")
         time.sleep(POLL_S)
-    start = max(ready, float(jsonio.read_text(theirs))) + LEAD_S
+    start = max(ready, partner_ready(theirs, info)) + LEAD_S
     time.sleep(max(0.0, start - time.time()))
     return {"partner": info["together"], "start": round(start, 6),
             "waited_s": round(start - ready, 6)}
+
+
+def partner_ready(path: Path, info: Mapping[str, Any]) -> float:
+    """When the partner said it was ready: a time it wrote before this session saw the file,
+    so not ahead of this host's clock by more than AHEAD_S (a stale file, a skewed clock or
+    another user's write would have the session sleep, holding its engine, without bound)."""
+    text = jsonio.read_text(path, 64)
+    try:
+        when = float(text)
+    except ValueError:
+        raise KneeError(f"session {info['id']}: {path}: {text.strip()[:40]!r} is not the time "
+                        "its partner was ready") from None
+    ahead = when - time.time()
+    if not ahead <= AHEAD_S:  # also NaN
+        raise KneeError(f"session {info['id']}: {path}: its partner says it was ready "
+                        f"{ahead:.0f} s from now; a partner writes the time it is ready, at "
+                        f"most {AHEAD_S:.0f} s ahead: not waited for")
+    return when
 
 
 def pair_sessions(plan: Plan, pair: int) -> list[dict]:

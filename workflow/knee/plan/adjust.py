@@ -12,6 +12,7 @@ from pathlib import Path
 
 from knee.core import jsonio
 from knee.core.errors import KneeError
+from knee.plan import configfile, secrets
 
 FACTS = ("model", "engine", "gpu", "cpu_model", "cpus")
 
@@ -58,6 +59,35 @@ def check_facts(document: dict, facts: dict, where: str) -> None:
                         "host (knee calibrate)")
 
 
+def read(path: Path | str, where: str) -> tuple[dict, str]:
+    """A calibration file as a config is read: bounded as a config is, read once and hashed
+    from those bytes, every number knee uses typed by its schema, no credential anywhere in
+    it, one figure per bar figure; (document, sha256), or an error that names `where`."""
+    try:
+        document, sha256 = jsonio.read_hashed(path, "calibration", configfile.MAX_BYTES)
+    except KneeError as e:
+        raise KneeError(f"{where}: {e}") from None
+    if hit := secrets.found_in(document):
+        raise KneeError(f"{where}: {hit[0]} looks like a credential ({hit[1]}): a calibration "
+                        "is embedded in the plan, the README and the crate")
+    seen: set[tuple[str, str, str]] = set()
+    for f in document["figures"]:
+        if key(f) in seen:
+            raise KneeError(f"{where}: two figures for {'/'.join(key(f))}: which slope the "
+                            "bar registers would be a guess; keep one")
+        seen.add(key(f))
+    return document, sha256
+
+
+def shown_path(path: Path) -> str:
+    """The calibration's path as the plan records it: relative to the repository (the working
+    directory) when it lies inside, else its name alone (its sha256 says which file it is)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
 def calibration_ref(config: dict, plan_model: dict, source: str) -> dict | None:
     """The calibration bar.adjust names: its file, sha256 and content, checked to cover every
     bar rule and to be of this experiment's model (None where the bar adjusts nothing)."""
@@ -66,13 +96,10 @@ def calibration_ref(config: dict, plan_model: dict, source: str) -> dict | None:
         return None
     path = Path(adjust["calibration"])
     where = f"{source}: bar.adjust.calibration: {adjust['calibration']!r}"
-    try:
-        document = jsonio.read(path, "calibration")
-    except KneeError as e:
-        raise KneeError(f"{where}: {e}") from None
+    document, sha256 = read(path, where)
     slopes(document, config["bar"]["rules"], where)
     check_facts(document, {"model": plan_model.get("name")}, where)
-    return {"file": str(path), "sha256": jsonio.sha256_file(path), "document": document}
+    return {"file": shown_path(path), "sha256": sha256, "document": document}
 
 
 def plan_facts(calibration: dict | None, facts: dict, where: str) -> None:

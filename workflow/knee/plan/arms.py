@@ -284,14 +284,14 @@ def check_argv(arms: dict, source: str) -> None:
     an argv of megabytes, fails the exec after the session has begun)."""
     for name, arm in arms.items():
         argv = server_argv("python", arm, "model", "served", "127.0.0.1", 8000)
-        for word in argv:
-            if len(word.encode()) > ARG_LIMIT:
-                flag = next((w for w in reversed(argv[:argv.index(word)])
-                             if w.startswith("--")), "")
-                raise KneeError(f"{source}: arms.{name}: {flag} {word[:60]!r}...: "
-                                f"{len(word.encode())} bytes, over the {ARG_LIMIT} one argument "
-                                "of a program may have")
-        if sum(len(w.encode()) + 1 for w in argv) > ARGV_LIMIT:
-            raise KneeError(f"{source}: arms.{name}: the engine's arguments are over "
-                            f"{ARGV_LIMIT} bytes together")
+        longest = max(argv, key=lambda w: len(w.encode()))
+        flag = next((w for w in reversed(argv[:argv.index(longest)]) if w.startswith("--")), "")
+        if len(longest.encode()) > ARG_LIMIT:
+            raise KneeError(f"{source}: arms.{name}: {flag} {longest[:60]!r}...: "
+                            f"{len(longest.encode())} bytes, over the {ARG_LIMIT} one argument "
+                            "of a program may have")
+        if (total := sum(len(w.encode()) + 1 for w in argv)) > ARGV_LIMIT:
+            raise KneeError(f"{source}: arms.{name}: the engine's arguments are {total} bytes "
+                            f"together, over the {ARGV_LIMIT} an engine is started with; the "
+                            f"longest: {flag} ({len(longest.encode())} bytes)")
 

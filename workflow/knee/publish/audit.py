@@ -6,7 +6,6 @@ workflow (analysis, comparison, bar, README), never imports the runtime or the c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ from knee.analyze.bar import judge_plan
 from knee.analyze.folder import (
     load_receipts,
     load_sessions,
-    realized_pairs,
     realized_path,
     realized_sessions,
     recommendation_of,
@@ -300,85 +298,3 @@ def check_looks(root: Path, plan: Plan) -> list[str]:
         problems += [f"{layout.PROTOCOL}/{look.name}#{p}: differs from the recomputation"
                      for p in diff({k: stored.get(k) for k in fresh}, fresh)]
     return problems
-
-
-LINK = re.compile(r"\[([^\]]*)\]\(([^)#]+)#([^)]*)\)")
-
-
-def trace(root: Path, query: str) -> list[str]:
-    """The chain behind a README number (or a file#pointer): derived -> raw -> boot -> config."""
-    root = Path(root)
-    if unreadable := folderscan.problems(root):
-        raise KneeError("the folder cannot be traced:\n  " + "\n  ".join(unreadable))
-    plan = jsonio.read(root / layout.PLAN, "plan")
-    hits = []
-    if "#" in query:
-        hits.append(("(given)", *query.split("#", 1)))
-    else:
-        for n, line in enumerate(jsonio.read_text(root / layout.README).splitlines(), 1):
-            for text, target, pointer in LINK.findall(line):
-                if query in text:
-                    hits.append((f"README.md:{n}", target, pointer))
-    if not hits:
-        raise KneeError(f"{root}/README.md: no linked number matches {query!r}")
-    out = []
-    for where, target, pointer in hits:
-        doc = jsonio.read(jsonio.in_folder(root, target))
-        try:
-            value = resolve(doc, pointer)
-        except (KeyError, IndexError, ValueError, TypeError):
-            raise KneeError(f"{where}: {target}#{pointer}: no such value in {target}") from None
-        out.append(f"{where} -> {target}#{pointer} = {value!r}")
-        out += [f"  {line}" for line in provenance(root, plan, target, doc, pointer)]
-    return out
-
-
-def resolve(doc, pointer: str):
-    for part in [p for p in pointer.split("/") if p]:
-        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
-    return doc
-
-
-def provenance(root: Path, plan: Plan, target: str, doc: dict, pointer: str) -> list[str]:
-    parts = [p for p in pointer.split("/") if p]
-    row = None
-    if target.endswith("comparison.json") and parts[:1] == ["rows"]:
-        row = doc["rows"][int(parts[1])]
-    elif target.endswith("bar.json") and parts[:1] == ["rules"]:
-        rule = doc["rules"][int(parts[1])]
-        pair = doc["rules"][int(parts[1])]["per_pair"][int(parts[3])]["pair"] \
-            if parts[2:3] == ["per_pair"] else "all"
-        row = {**rule, "pair": pair}
-    lines = []
-    if row is not None:
-        pairs = [row["pair"]] if row["pair"] != "all" else range(
-            1, realized_pairs(plan, root) + 1)
-        for pair in pairs:
-            for arm in ("control", "candidate"):
-                sid = f"{pair}-{arm}"
-                path = rawfiles.stored(root / layout.raw_dir(sid), f"{row['instrument']}.json")
-                raw = jsonio.read(path, "raw")
-                pts = [p for p in raw["points"] if str(row["point"]) in ("all", str(p["point"]))]
-                n = sum(len(p["records"]) for p in pts)
-                fps = sorted({p["profile"]["prompt_sha256"][:16] for p in pts})
-                lines.append(f"{rawfiles.shown(root, path)}: {len(pts)} point run(s), "
-                             f"{n} request records, prompt sha256 {', '.join(fps)}")
-                lines += boot_lines(root, sid)
-    elif "/raw/" in f"/{target}":
-        sid = Path(target).parent.name
-        lines.append(f"scrapes: {', '.join(doc.get('scrapes', []))}")
-        lines += boot_lines(root, sid)
-    wf = plan.get("workflow", {})
-    lines.append(f"plan.json: config {plan['config_file']} sha256 {plan['config_sha256']}, "
-                 f"bar sha256 {plan['bar_sha256'][:16]}, workflow commit "
-                 f"{wf.get('commit', 'unknown')}{' (dirty)' if wf.get('dirty') else ''}")
-    return lines
-
-
-def boot_lines(root: Path, sid: str) -> list[str]:
-    boot = jsonio.read(root / layout.receipt(sid, "boot"), "boot")
-    pkgs = ", ".join(f"{k} {v}" for k, v in boot["engine"]["packages"].items() if v)
-    return [f"{layout.receipt(sid, 'boot')}: {boot['runtime']} runtime, image digest "
-            f"{boot.get('image_digest') or 'n/a'}, model sha256 "
-            f"{(boot['model'].get('sha256') or 'n/a')[:16]}, {pkgs}",
-            f"  argv: {' '.join(boot['argv'])}"]

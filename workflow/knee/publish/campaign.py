@@ -15,7 +15,7 @@ from typing import Any
 
 from knee import instruments
 from knee.analyze.kmodel import session_k
-from knee.core import jsonio, layout
+from knee.core import folderscan, jsonio, layout
 from knee.core.records import Plan
 from knee.publish.templating import markdown
 
@@ -82,7 +82,7 @@ def won(e: dict) -> dict[str, list[str]]:
 
 def render(roots: list[Path], out: Path) -> str:
     """The campaign README (templates/campaign.md.j2), its links relative to `out`."""
-    exps = [load(Path(r)) for r in roots]
+    exps = [load(r) for r in folderscan.checked(roots, "knee campaign")]
     for e in exps:
         plan = e["plan"]
         e.update(name=plan["name"], link=os.path.relpath(e["root"], Path(out).parent),
