@@ -233,11 +233,12 @@ def test_the_planner_finds_the_cheapest_protocol_and_the_adjustment_halves_it(po
         "protocol": {"pairs": 3}}
     out = design.plan_protocol(pooled, config, 1.5)
     adj, plain = out["adjusted"], out["unadjusted"]
-    assert all(m <= 1.5 for m in adj["mde_pct"].values())
-    assert adj["gpu_minutes"] < 0.6 * plain["gpu_minutes"] and adj["pairs"] < plain["pairs"]
+    # every rule's MDE, at the upper bound of the calibration's noise, reaches the target
+    assert all(low < high <= 1.5 for low, high in adj["mde_pct"].values())
+    assert adj["gpu_minutes"] < 0.75 * plain["gpu_minutes"] and adj["pairs"] < plain["pairs"]
     # one pair fewer at the same runs misses the target on some rule
     fewer = [design.predicted_mde(design.figure_of(pooled, r), adj["pairs"] - 1, adj["runs"],
-                                  0.05) for r in config["bar"]["rules"]]
+                                  0.05, bound=True) for r in config["bar"]["rules"]]
     assert max(fewer) > 1.5
     # the MDE is knee's own formula at the pair SD the components give
     f = by_rule(pooled)["single-stream parity"]

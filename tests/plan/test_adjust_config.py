@@ -121,8 +121,9 @@ def test_knee_calibrate_and_knee_design_as_a_user_runs_them(tmp_path):
     r = run_knee("design", "--calibration", out, "--config",
                  ROOT / "config" / "ksched-h200-35b.yaml", "--mde", "1.5", "--out", block)
     assert r.returncode == 0, r.stderr
-    assert "adjusted (bar.adjust): 14 pairs, 2 runs a sweep point" in r.stdout
-    assert configfile.load(block) == {"protocol": {"pairs": 14},
+    assert "adjusted (bar.adjust): 22 pairs, 2 runs a sweep point" in r.stdout
+    assert "predicted MDE single-stream parity 0.85–1.12%" in r.stdout
+    assert configfile.load(block) == {"protocol": {"pairs": 22},
                                       "instruments": {"sweep": {"runs": 2}}}
     r = run_knee("design", "--calibration", out, "--config",
                  ROOT / "config" / "ksched-h200-35b.yaml", "--mde", "0")

@@ -8,6 +8,12 @@ differs by two boots, so a rule's MDE at n pairs and r runs a point is knee's ow
 (knee.analyze.inference.mde_pct) with a pair SD of sqrt(2 (between^2 + within^2 / r)).
 Requests per stream stay the calibration's: no other length was measured, so none is
 extrapolated to.
+
+A calibration's noise is itself an estimate from a few boots: planned from it as it stands, a
+protocol misses its target MDE about half the time. knee plans from its upper confidence bound
+instead (one-sided, LEVEL: the chi-square bound on a standard deviation with the fit's degrees
+of freedom, the boots less a mean per group and the slope), so that the target holds with that
+confidence, and shows every predicted MDE as a range, from the noise as estimated to its bound.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any
+
+from scipy import stats
 
 from knee import instruments
 from knee.analyze import inference
@@ -24,10 +32,26 @@ from knee.plan.adjust import figure_of
 
 MAX_PAIRS = 40
 MAX_RUNS = 6
+LEVEL = 0.9  # the one-sided confidence of the noise's upper bound a protocol is planned from
 
 
-def pair_sd(figure: dict[str, Any], runs: int, adjusted: bool = True) -> float:
-    """The log SD of one pair's difference in this figure at `runs` sweep runs a point."""
+def noise_df(figure: dict[str, Any], adjusted: bool = True) -> int:
+    """The degrees of freedom of a figure's between-boot noise: its boots less a mean per group
+    of identical servers, and less the slope where the figure is adjusted."""
+    return max(1, int(figure["boots"]) - int(figure["groups"]) - (1 if adjusted else 0))
+
+
+def upper_factor(figure: dict[str, Any], adjusted: bool = True) -> float:
+    """How much larger the noise may be, at LEVEL confidence, than the calibration's estimate:
+    sqrt(df / chi2 quantile at 1 - LEVEL)."""
+    df = noise_df(figure, adjusted)
+    return math.sqrt(df / float(stats.chi2.ppf(1 - LEVEL, df)))
+
+
+def pair_sd(figure: dict[str, Any], runs: int, adjusted: bool = True,
+            bound: bool = False) -> float:
+    """The log SD of one pair's difference in this figure at `runs` sweep runs a point (with
+    `bound`, at the noise's upper confidence bound)."""
     cv = figure["left_out"]["adjusted_cv_pct" if adjusted else "unadjusted_cv_pct"] / 100
     parts = figure.get("runs")
     if parts:
@@ -35,13 +59,21 @@ def pair_sd(figure: dict[str, Any], runs: int, adjusted: bool = True) -> float:
         cv2 = max(0.0, cv ** 2 - within ** 2 / parts["runs"]) + within ** 2 / runs
     else:
         cv2 = cv ** 2
-    return math.sqrt(2 * cv2)
+    return math.sqrt(2 * cv2) * (upper_factor(figure, adjusted) if bound else 1.0)
 
 
 def predicted_mde(figure: dict[str, Any], pairs: int, runs: int, alpha: float,
-                  adjusted: bool = True) -> float | None:
-    return inference.mde_pct(inference.Effect(pairs, 0.0, pair_sd(figure, runs, adjusted)),
-                             alpha)
+                  adjusted: bool = True, bound: bool = False) -> float | None:
+    return inference.mde_pct(
+        inference.Effect(pairs, 0.0, pair_sd(figure, runs, adjusted, bound)), alpha)
+
+
+def predicted_range(figure: dict[str, Any], pairs: int, runs: int, alpha: float,
+                    adjusted: bool = True) -> list[float] | None:
+    """The predicted MDE from the noise as the calibration estimates it to its upper bound."""
+    low, high = (predicted_mde(figure, pairs, runs, alpha, adjusted, bound)
+                 for bound in (False, True))
+    return None if low is None or high is None else [round(low, 2), round(high, 2)]
 
 
 def session_s(costs: dict[str, Any], runs: int) -> float:
@@ -58,19 +90,20 @@ def gpu_minutes(costs: dict[str, Any], pairs: int, runs: int) -> float:
 
 def cheapest(document: dict[str, Any], rules: list[dict[str, Any]], alpha: float, target_pct: float,
              adjusted: bool = True) -> dict[str, Any] | None:
-    """The protocol (pairs, runs) of least GPU time whose every rule's MDE is at most the
-    target; None where none up to MAX_PAIRS pairs and MAX_RUNS runs is."""
+    """The protocol (pairs, runs) of least GPU time whose every rule's MDE, at the noise's
+    upper confidence bound, is at most the target; None where none up to MAX_PAIRS pairs and
+    MAX_RUNS runs is. Each rule's MDE is given as a range (predicted_range)."""
     figures = {r["name"]: figure_of(document, r) for r in rules}
     best: dict[str, Any] | None = None
     for runs in range(1, MAX_RUNS + 1):
         for pairs in range(2, MAX_PAIRS + 1):
-            mdes = {n: predicted_mde(f, pairs, runs, alpha, adjusted) for n, f in figures.items()}
-            known = {n: m for n, m in mdes.items() if m is not None}
-            if len(known) == len(mdes) and all(m <= target_pct for m in known.values()):
+            mdes = {n: predicted_range(f, pairs, runs, alpha, adjusted)
+                    for n, f in figures.items()}
+            if all(m is not None and m[1] <= target_pct for m in mdes.values()):
                 minutes = gpu_minutes(document["costs"], pairs, runs)
                 if best is None or minutes < best["gpu_minutes"]:
                     best = {"pairs": pairs, "runs": runs, "gpu_minutes": round(minutes, 1),
-                            "mde_pct": {n: round(m, 2) for n, m in known.items()}}
+                            "mde_pct": mdes}
                 break
     return best
 
@@ -99,8 +132,8 @@ def plan_protocol(document: dict[str, Any], config: dict[str, Any],
             "unadjusted": cheapest(document, rules, alpha, target_pct, adjusted=False),
             "config": {"pairs": pairs, "runs": sweep["runs"],
                        "gpu_minutes": round(gpu_minutes(costs, pairs, sweep["runs"]), 1),
-                       "mde_pct": {r["name"]: round(predicted_mde(
-                           figure_of(document, r), pairs, sweep["runs"], alpha) or 0, 2)
+                       "mde_pct": {r["name"]: predicted_range(
+                           figure_of(document, r), pairs, sweep["runs"], alpha)
                            for r in rules}},
             "notes": notes}
 
@@ -117,13 +150,15 @@ def report(out: dict[str, Any]) -> str:
         if p is None:
             return (f"{name}: no protocol up to {MAX_PAIRS} pairs and {MAX_RUNS} runs reaches "
                     f"an MDE of {out['target_mde_pct']}% on every rule")
-        mdes = ", ".join(f"{r} {m:.2f}%" for r, m in p["mde_pct"].items())
+        mdes = ", ".join(f"{r} {m[0]:.2f}–{m[1]:.2f}%" if m else f"{r} unknown"
+                         for r, m in p["mde_pct"].items())
         runs = f"{p['runs']} run{'s' if p['runs'] != 1 else ''}"
         return (f"{name}: {p['pairs']} pairs, {runs} a sweep point, "
                 f"{out['requests_per_stream']} requests a stream: {p['gpu_minutes']} GPU "
                 f"minutes; predicted MDE {mdes}")
     lines = [f"target MDE {out['target_mde_pct']}% on every rule (alpha {out['alpha']}, "
-             "80% power), predicted from the calibration:",
+             f"80% power) at the upper {LEVEL:.0%} confidence bound of the calibration's noise; "
+             "each predicted MDE from the noise as estimated to that bound:",
              line("adjusted (bar.adjust)", out["adjusted"]),
              line("unadjusted", out["unadjusted"]),
              line("this config as it stands (adjusted)", out["config"])]
@@ -151,8 +186,8 @@ def realized(plan: Plan, bar: Mapping[str, Any]) -> dict[str, Any] | None:
                      "as_measured": r.get("unadjusted") or r,
                      "boot_cv": [f["left_out"]["unadjusted_cv_pct"],
                                  f["left_out"]["adjusted_cv_pct"]],
-                     "predicted_mde": predicted_mde(f, r.get("pairs") or bar["pairs"], runs,
-                                                    bar["alpha_per_look"], applied)})
+                     "predicted_mde": predicted_range(f, r.get("pairs") or bar["pairs"], runs,
+                                                      bar["alpha_per_look"], applied)})
     return {"file": calibration["file"], "sha256": calibration["sha256"],
             "folders": [d["name"] for d in document["folders"]],
             "timing_only": document.get("timing_only") or [],
