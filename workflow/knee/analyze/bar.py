@@ -92,6 +92,8 @@ def adjusted_effect(comparison: Mapping[str, Any], rule: dict[str, Any], pairs: 
     speeds = [x for x in ratios if x is not None]
     check = covariate.balance(speeds, level)
     out["balance"] = check
+    if adjust.get("withheld"):
+        return {**out, "applied": False, "reason": adjust["withheld"]}, None
     if not covariate.balanced(check, adjust["tolerance_pct"]):
         shown = (f"{check['estimate_pct']:+.2f}% [{check['interval'][0]:+.2f}, "
                  f"{check['interval'][1]:+.2f}]" if check["interval"] else "one pair, no "
@@ -102,6 +104,18 @@ def adjusted_effect(comparison: Mapping[str, Any], rule: dict[str, Any], pairs: 
             "covariate; the adjustment is withheld and the rule judged as measured")}, None
     eff = inference.effect(covariate.adjusted(effects, speeds, slope))
     return {**out, "applied": True}, eff
+
+
+def withheld(contrast: dict[str, Any]) -> str:
+    """Why no rule is adjusted: the arms' speed difference differs between the figures' spans."""
+    moved = next(c for c in contrast["contrasts"] if not c["shown_zero"])
+    lo, hi = moved["interval"] or (None, None)
+    shown = f"{moved['estimate_pct']:+.2f}% [{lo:+.2f}, {hi:+.2f}]" if lo is not None else \
+        "one pair, no interval"
+    return (f"the arms' host speed difference in the span of {moved['rules'][0]} less that in "
+            f"the span of {moved['rules'][1]} is {shown}: not shown inside ±"
+            f"{contrast['tolerance_pct']}%, so the change itself may move the covariate; the "
+            "adjustment is withheld from every rule, each judged as measured")
 
 
 def overall(verdicts: list[str]) -> str:
@@ -125,6 +139,10 @@ def judge(comparison: Mapping[str, Any], bar: Mapping[str, Any], pairs: int, bar
     if comparison["verdict"] != "VALID":
         return {**base, "verdict": "INVALID", "rules": [],
                 "reason": "the comparison failed validation: no delta is judged"}
+    if adjust is not None and (contrast := covariate.contrasts(
+            comparison, bar["rules"], pairs, 1 - 2 * alpha, adjust["tolerance_pct"])):
+        base["covariate_contrast"] = contrast
+        adjust = adjust if contrast["shown_zero"] else {**adjust, "withheld": withheld(contrast)}
     rules = [judge_rule(comparison["rows"], pairs, r, alpha, adjust, comparison)
              for r in bar["rules"]]
     verdict = overall([r["verdict"] for r in rules])

@@ -112,6 +112,34 @@ def balanced(check: dict[str, Any], tolerance_pct: float) -> bool:
     return bool(lo_hi) and -tolerance_pct <= lo_hi[0] and lo_hi[1] <= tolerance_pct
 
 
+def contrasts(comparison: Mapping[str, Any], rules: list[dict[str, Any]], pairs: int,
+              confidence: float, tolerance_pct: float) -> dict[str, Any] | None:
+    """The arm contrast of the covariate across the bar's figures: per pair, the arms' log
+    speed difference over one figure's span less that over another's. A host state the change
+    does not touch moves both arms' speeds alike in every span, so the contrast is zero; a
+    change that loads the host differently under different instruments (its engine busier in
+    one window, idler in another) moves it. Shown zero (each contrast's interval inside
+    ±tolerance) or not; not shown, the adjustment is withheld from every rule. None where the
+    figures share one span (one figure, or their speed over the same window and point)."""
+    spans: dict[tuple[str, str], tuple[str, list[float]]] = {}
+    for rule in rules:
+        ratios = speed_ratios(comparison, rule, pairs)
+        if None not in ratios:
+            spans.setdefault((rule["instrument"], str(rule["point"])),
+                             (rule["name"], [x for x in ratios if x is not None]))
+    names = list(spans.values())
+    found = []
+    for i, (a, xa) in enumerate(names):
+        for b, xb in names[i + 1:]:
+            check = balance([p - q for p, q in zip(xa, xb, strict=True)], confidence)
+            found.append({"rules": [a, b], **check,
+                          "shown_zero": balanced(check, tolerance_pct)})
+    if not found:
+        return None
+    return {"tolerance_pct": tolerance_pct, "contrasts": found,
+            "shown_zero": all(c["shown_zero"] for c in found)}
+
+
 def adjusted(effects: list[float], ratios: list[float], slope: float) -> list[float]:
     """Each pair's effect less the registered slope times its log speed ratio."""
     return [e - slope * x for e, x in zip(effects, ratios, strict=True)]

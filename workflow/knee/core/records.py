@@ -266,6 +266,7 @@ class BarVerdict(Stamped, total=False):
     bar: Section
     confounds: list[str]
     excused: list[dict[str, str]]  # each expected engine difference and the entry that excused it
+    covariate_contrast: Section  # bar.adjust: the arms' speed difference between figures' spans
     rules_verdict: str
     hosts: Section
     family: Section
