@@ -17,11 +17,12 @@ from knee.core.errors import KneeError
 from tests.helpers import ROOT
 
 H200 = [ROOT / "results" / n for n in ("aa-h200-35b", "aa-h200-35b-pinned", "ksched-h200-35b")]
+UNPINNED = [H200[0], H200[2]]  # the host speed sampled on every CPU
 
 
 @pytest.fixture(scope="module")
 def pooled():
-    return calibration.calibrate(H200)
+    return calibration.calibrate(UNPINNED)
 
 
 def by_rule(doc: dict) -> dict:
@@ -29,20 +30,25 @@ def by_rule(doc: dict) -> dict:
 
 
 def test_the_pooled_calibration_of_the_published_35b_boots(pooled):
-    """14 boots in 4 groups (each A/A folder one, each arm of the A/B one): the slopes and the
-    between-boot noise with and without them, as the variance study computed them."""
+    """The unpinned folders, 8 boots in 3 groups (the A/A folder one, each arm of the A/B
+    one): the slopes and the between-boot noise with and without them. The pinned A/A samples
+    the host speed on the engine's own CPUs, another covariate: it is not pooled with them."""
+    with pytest.raises(KneeError, match="covariate_cpus: calibrated on 'every CPU', here "
+                                        "'engine CPUs 0,1,2,3,4,5,6,7'"):
+        calibration.calibrate(H200)
     f = by_rule(pooled)
     single, c8, c16 = f["single-stream parity"], f["C8 parity"], f["C16 parity"]
-    assert (single["boots"], single["groups"]) == (14, 4)
-    assert [round(x["slope"], 3) for x in (single, c8, c16)] == [0.123, 0.193, 0.095]
-    assert [round(x["unadjusted_cv_pct"], 2) for x in (single, c8, c16)] == [1.46, 1.86, 0.98]
-    assert [round(x["adjusted_cv_pct"], 2) for x in (single, c8, c16)] == [0.80, 1.13, 0.67]
+    assert (single["boots"], single["groups"]) == (8, 3)
+    assert [round(x["slope"], 3) for x in (single, c8, c16)] == [0.143, 0.186, 0.117]
+    assert [round(x["unadjusted_cv_pct"], 2) for x in (single, c8, c16)] == [1.55, 1.92, 1.10]
+    assert [round(x["adjusted_cv_pct"], 2) for x in (single, c8, c16)] == [0.60, 1.22, 0.54]
     # out of sample (each boot left out of the fit that predicts it) it still removes most
     assert all(x["left_out"]["variance_ratio"] < 0.6 for x in (single, c8, c16))
-    assert c8["runs"]["runs"] == 2 and c8["runs"]["within_cv_pct"] == pytest.approx(1.47, abs=0.01)
+    assert c8["runs"]["runs"] == 2 and c8["runs"]["within_cv_pct"] == pytest.approx(0.77, abs=0.01)
     assert pooled["facts"] == {"model": "tiny-llama-s0-l40-h8192-a64-kv8-i28672-noweights-"
                                "ls212132", "engine": "vllm 0.26.0", "gpu": "NVIDIA H200",
-                               "cpu_model": "Intel(R) Xeon(R) Processor", "cpus": 16}
+                               "cpu_model": "Intel(R) Xeon(R) Processor", "cpus": 16,
+                               "covariate_cpus": "every CPU"}
     assert pooled["costs"]["run_s"] == {"8": 13.01, "16": 14.19}
     jsonio.check("calibration", {"schema": "knee/calibration", "schema_version": 1, **pooled},
                  "calibration")
@@ -249,7 +255,8 @@ def test_re_paired_real_boots_vary_less_adjusted_and_a_planted_effect_is_recover
 
 # --- the protocol planner ------------------------------------------------------------------
 
-def test_the_planner_finds_the_cheapest_protocol_and_the_adjustment_halves_it(pooled):
+def test_the_planner_finds_the_cheapest_protocol_and_the_adjustment_saves_a_quarter(pooled):
+    """8 boots leave the noise's upper bound wide: 2.5 % is planned, 1.5 % is out of reach."""
     config = {"bar": {"alpha": 0.05, "rules": [
         {"name": "single-stream parity", "instrument": "fixture", "metric": "decode_rate_p50",
          "point": "all", "within_pct": 1.5},
@@ -259,15 +266,16 @@ def test_the_planner_finds_the_cheapest_protocol_and_the_adjustment_halves_it(po
          "within_pct": 1.5}]},
         "instruments": {"sweep": {"runs": 2, "requests_per_stream": 8}},
         "protocol": {"pairs": 3}}
-    out = design.plan_protocol(pooled, config, 1.5)
+    assert design.plan_protocol(pooled, config, 1.5)["adjusted"] is None
+    out = design.plan_protocol(pooled, config, 2.5)
     adj, plain = out["adjusted"], out["unadjusted"]
     # every rule's MDE, at the upper bound of the calibration's noise, reaches the target
-    assert all(low < high <= 1.5 for low, high in adj["mde_pct"].values())
+    assert all(low < high <= 2.5 for low, high in adj["mde_pct"].values())
     assert adj["gpu_minutes"] < 0.75 * plain["gpu_minutes"] and adj["pairs"] < plain["pairs"]
     # one pair fewer at the same runs misses the target on some rule
     fewer = [design.predicted_mde(design.figure_of(pooled, r), adj["pairs"] - 1, adj["runs"],
                                   0.05, bound=True) for r in config["bar"]["rules"]]
-    assert max(fewer) > 1.5
+    assert max(fewer) > 2.5
     # the MDE is knee's own formula at the pair SD the components give
     f = by_rule(pooled)["single-stream parity"]
     sd = math.sqrt(2) * f["left_out"]["adjusted_cv_pct"] / 100

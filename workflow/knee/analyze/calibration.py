@@ -25,13 +25,16 @@ from knee.analyze.folder import load_receipts, load_sessions
 from knee.analyze.stats import fmean, mean, point_summary
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
-from knee.plan.adjust import differing, engine_name, key
+from knee.core.records import Plan
+from knee.plan.adjust import covariate_cpus, differing, engine_name, key
 
 
-def boot_facts(boot: dict[str, Any]) -> dict[str, Any]:
-    """What a calibration holds for (knee.plan.adjust.FACTS), as a boot receipt states it."""
+def boot_facts(boot: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    """What a calibration holds for (knee.plan.adjust.FACTS), as a boot receipt and its plan
+    state it."""
     hw = boot.get("hardware") or {}
-    return {"model": (boot.get("model") or {}).get("name"),
+    return {"covariate_cpus": covariate_cpus(plan.get("runtime")),
+            "model": (boot.get("model") or {}).get("name"),
             "engine": engine_name((boot.get("engine") or {}).get("packages")),
             "gpu": ", ".join(sorted({g.get("name", "?") for g in hw.get("nvml") or []}))
             or "none",
@@ -153,7 +156,8 @@ def folder_boots(root: Path) -> list[dict[str, Any]]:
                     "session": f"{pair}-{arm}",
                     "withheld": sampling.withheld(boot),
                     "group": (plan["name"], json.dumps(boot["server"], sort_keys=True)),
-                    "facts": boot_facts(boot), "raw": s["raw"], "cost": cost(boot, stop, s)})
+                    "facts": boot_facts(boot, plan), "raw": s["raw"],
+                    "cost": cost(boot, stop, s)})
     return out
 
 
@@ -197,8 +201,8 @@ def same_facts(boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for b in boots[1:]:
         if bad := differing(first["facts"], b["facts"]):
             raise KneeError(f"{first['folder']} and {b['folder']} were not measured on the same "
-                            f"model, engine and host ({'; '.join(bad)}): one calibration "
-                            "holds for one of each")
+                            f"model, engine and host, with the host speed sampled on the same "
+                            f"CPUs ({'; '.join(bad)}): one calibration holds for one of each")
     facts: dict[str, Any] = first["facts"]
     return facts
 

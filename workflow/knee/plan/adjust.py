@@ -14,7 +14,16 @@ from knee.core import jsonio
 from knee.core.errors import KneeError
 from knee.plan import configfile, secrets
 
-FACTS = ("model", "engine", "gpu", "cpu_model", "cpus")
+FACTS = ("model", "engine", "gpu", "cpu_model", "cpus", "covariate_cpus")
+
+
+def covariate_cpus(runtime: dict | None) -> str:
+    """Where the host speed is sampled, as a calibration holds for it: the engine's CPUs where
+    the runtime pins it (the covariate is then those CPUs' speed, the engine's own load on
+    them included), else every CPU. A slope fitted under one is not the slope under the other
+    (0.067 pinned against 0.143 unpinned, single stream, on the H200 host)."""
+    cpus = (runtime or {}).get("engine_cpus")
+    return f"engine CPUs {','.join(map(str, cpus))}" if cpus else "every CPU"
 
 
 def engine_name(packages: dict | None) -> str:
@@ -55,8 +64,8 @@ def differing(want: dict, got: dict) -> list[str]:
 def check_facts(document: dict, facts: dict, where: str) -> None:
     if bad := differing(document["facts"], facts):
         raise KneeError(f"{where}: the registered calibration does not hold here: "
-                        + "; ".join(bad) + ". Calibrate on an A/A of this model, engine and "
-                        "host (knee calibrate)")
+                        + "; ".join(bad) + ". Calibrate on an A/A of this model, engine, "
+                        "host and pinning (knee calibrate)")
 
 
 def read(path: Path | str, where: str) -> tuple[dict, str]:
@@ -98,7 +107,8 @@ def calibration_ref(config: dict, plan_model: dict, source: str) -> dict | None:
     where = f"{source}: bar.adjust.calibration: {adjust['calibration']!r}"
     document, sha256 = read(path, where)
     slopes(document, config["bar"]["rules"], where)
-    check_facts(document, {"model": plan_model.get("name")}, where)
+    check_facts(document, {"model": plan_model.get("name"),
+                           "covariate_cpus": covariate_cpus(config.get("runtime"))}, where)
     return {"file": shown_path(path), "sha256": sha256, "document": document}
 
 
