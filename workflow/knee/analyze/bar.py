@@ -179,8 +179,10 @@ def settings(difference: Mapping[str, Any]) -> set[str]:
 
 def excused_by(difference: Mapping[str, Any], bar: Mapping[str, Any]) -> str | None:
     """The registered expected difference that names this one's setting and both its values
-    exactly (not a piece of its text: an entry of one word would excuse everything)."""
-    found = settings(difference)
+    exactly, or is the whole sentence the engine logged (never a piece of its text: an entry
+    of one word would excuse everything)."""
+    found = settings(difference) | ({difference["what"].strip()}
+                                    if difference.get("kind") == "engine change" else set())
     return next((e for e in bar.get("expected_engine_differences") or [] if e in found), None)
 
 
