@@ -81,6 +81,7 @@ def test_a_session_id_that_is_not_its_pair_and_arm_is_refused(folder):
 def test_the_layout_makes_no_path_of_a_name_that_is_not_one():
     assert layout.receipt("12-control", "boot") == "receipts/12-control-boot.json"
     assert layout.metrics("{sid}", "{instrument}") == "raw/{sid}/{instrument}.metrics.json"
+    assert layout.receipt("{pair}-control", "stop") == "receipts/{pair}-control-stop.json"
     for bad in ("../x", "1-control/../../y", "/etc/passwd", "1-other", 7, "0-control"):
         with pytest.raises(KneeError, match="is not a session id"):
             layout.raw_dir(bad)

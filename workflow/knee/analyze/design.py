@@ -28,7 +28,7 @@ from knee import instruments
 from knee.analyze import inference
 from knee.core.errors import KneeError
 from knee.core.records import Plan
-from knee.plan.adjust import figure_of
+from knee.plan.adjust import check_facts, covariate_cpus, figure_of
 
 MAX_PAIRS = 40
 MAX_RUNS = 6
@@ -114,6 +114,8 @@ def plan_protocol(document: dict[str, Any], config: dict[str, Any],
     config's own protocol's predicted MDE per rule."""
     rules, alpha = config["bar"]["rules"], config["bar"]["alpha"]
     sweep = config["instruments"][instruments.role(instruments.LOAD)]
+    check_facts(document, {"covariate_cpus": covariate_cpus(config.get("runtime"))},
+                "knee design: --config")
     costs = document["costs"]
     if costs["fixed_s"] is None:
         raise KneeError("the calibration has no session cost (costs.fixed_s is null: none of "

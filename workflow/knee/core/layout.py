@@ -49,9 +49,9 @@ LOGS = "logs"
 # makes it (PAIR-ARM), an instrument's name, or a pattern of them: a Snakemake wildcard
 # ("{sid}") for the rules, a glob's "*" for the crate. A name read from a folder's content that
 # is not one is refused before any path is made of it
-SESSION_ID = re.compile(r"[1-9][0-9]{0,5}-(control|candidate)")
-INSTRUMENT = re.compile(r"[a-z][a-z0-9_]{0,31}")
 WILDCARD = re.compile(r"\{[a-z_]+\}|\*")
+SESSION_ID = re.compile(rf"(?:[1-9][0-9]{{0,5}}|{WILDCARD.pattern})-(control|candidate)")
+INSTRUMENT = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 def _named(name: object, pattern: re.Pattern[str], what: str) -> str:
