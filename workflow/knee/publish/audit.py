@@ -28,6 +28,7 @@ from knee.core.errors import KneeError
 from knee.core.jsonio import sha256_file
 from knee.core.records import Plan, WindowMetrics
 from knee.instruments import instrument_names
+from knee.plan import configfile
 from knee.publish import evidence, readme, rendered, tables
 from knee.publish.evidence import diff
 
@@ -125,7 +126,18 @@ def check_finished(root: Path, plan: Plan) -> None:
         raise KneeError(
             f"{root}: unfinished: {len(done)} of {len(planned)} sessions measured (the last: "
             f"{done[-1] if done else 'none'}); it publishes nothing to audit until its last "
-            f"session: `snakemake --configfile {plan['config_file']}` measures the rest")
+            f"session: `{remeasure(plan)}` measures the rest")
+
+
+def remeasure(plan: Plan) -> str:
+    """The command that measures a folder's remaining sessions: its config, and the folder's
+    name where the config names another (measured under a name of its own, KNEE_NAME)."""
+    try:
+        named = configfile.load(plan["config_file"]).get("name")
+    except (KneeError, OSError):
+        named = None
+    return f"snakemake --configfile {plan['config_file']}" + (
+        f" --config name={plan['name']}" if named and named != plan["name"] else "")
 
 
 def audit(root: Path) -> list[str]:
