@@ -162,8 +162,9 @@ def folder_boots(root: Path) -> list[dict[str, Any]]:
 
 
 def once(boots: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The boots of the folders, refused where one experiment or one boot comes twice (a copy
-    of a folder: its boots would sit in the fit that predicts them, and halve the noise)."""
+    """The boots of the folders, refused where one boot (its experiment, session and boot
+    time) comes twice: a folder read twice or a copy of one, whose boots would sit in the fit
+    that predicts them and halve the noise."""
     seen: dict[tuple[str, ...], str] = {}
     for b in boots:
         boot = b["boot"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from scipy import stats
@@ -45,7 +46,13 @@ def upper_factor(figure: dict[str, Any], adjusted: bool = True) -> float:
     """How much larger the noise may be, at LEVEL confidence, than the calibration's estimate:
     sqrt(df / chi2 quantile at 1 - LEVEL)."""
     df = noise_df(figure, adjusted)
-    return math.sqrt(df / float(stats.chi2.ppf(1 - LEVEL, df)))
+    return math.sqrt(df / _chi2_low(df))
+
+
+@cache
+def _chi2_low(df: int) -> float:
+    """The chi-square quantile at 1 - LEVEL: the planner's search asks it for every protocol."""
+    return float(stats.chi2.ppf(1 - LEVEL, df))
 
 
 def pair_sd(figure: dict[str, Any], runs: int, adjusted: bool = True,

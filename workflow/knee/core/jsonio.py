@@ -232,9 +232,9 @@ INT_DIGITS = 19
 
 
 def _int(text: str) -> int:
-    if len(text.lstrip("-")) > INT_DIGITS:
-        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits: no number knee writes "
-                         f"has more than {INT_DIGITS}")
+    if (digits := len(text.lstrip("-"))) > INT_DIGITS:
+        raise ValueError(f"an integer of {digits} digits: no number knee writes has more than "
+                         f"{INT_DIGITS}")
     return int(text)
 
 
