@@ -51,7 +51,7 @@ def test_a_sampler_that_draws_at_the_temperature_asked_passes(temperature):
 
 @pytest.mark.parametrize("broken, why", [
     (lambda j: None if j % 3 else 0.8, "outside the model's 20 likeliest"),  # junk at drafts
-    (lambda j: 0.05, "among the model's 20 likeliest average"),  # far too greedy
+    (lambda j: 0.05, "put the temperature at"),  # far too greedy
     (lambda j: 3.0, "sampled tokens"),  # far too flat
 ])
 def test_a_sampler_that_draws_otherwise_fails_and_says_why(broken, why):
@@ -59,6 +59,19 @@ def test_a_sampler_that_draws_otherwise_fails_and_says_why(broken, why):
         rng = random.Random(seed)
         verdict = sampling.judge(0.8, [request(rng, broken) for _ in range(4)])
         assert not verdict["passed"] and why in verdict["why"], verdict
+
+
+def test_a_greedy_sampler_is_estimated_at_temperature_zero():
+    rng = random.Random(7)
+    v = sampling.judge(0.8, [request(rng, lambda j: 1e-4) for _ in range(4)])
+    assert v["t_hat"] == 0.0 and v["passed"] is False
+
+
+def test_log_probabilities_that_are_not_the_models_own_decide_nothing():
+    rng = random.Random(8)
+    records = [request(rng, lambda j: 0.8) for _ in range(4)]
+    v = sampling.judge(0.8, records, logprobs_mode="processed_logprobs")
+    assert v["passed"] is None and "processed_logprobs" in v["why"]
 
 
 def test_the_same_seeded_request_giving_other_text_fails():
@@ -120,3 +133,47 @@ def test_the_analysis_judges_a_boots_records_again_whatever_its_receipt_says():
     assert sampling.withheld(collided_boot) == {}
     assert "cannot decide" in sampling.undecided(collided_boot)[0.8]
     assert sampling.undecided(boot("0.40.0", True, [said | {"records": sound}])) == {}
+
+
+def checked_boot(seed: int, used: float, asked: float = 0.8, tokens: int = 128) -> dict:
+    """A boot whose check at `asked` drew its tokens at `used`, with seeds of its own."""
+    rng = random.Random(seed)
+    records = [request(rng, lambda j: used, tokens=tokens) | {"seed": seed, "text": f"t{seed}"}]
+    return boot("0.40.0", True, [sampling.judge(asked, records) | {"records": records}])
+
+
+def test_boots_that_each_pass_can_fail_pooled_and_the_arm_is_withheld():
+    """0.95 drawn where 0.8 was asked: 128 tokens a boot cannot tell (its limit is 4 standard
+    errors, above 0.15), ten boots pooled can, and every session of that arm is withheld."""
+    boots = [checked_boot(s, 0.95) for s in range(10)]
+    assert all(sampling.verdicts(b)[0]["passed"] for b in boots)
+    [p] = sampling.pooled(boots)
+    assert p["passed"] is False and p["draws"] == 10 and p["t_limit"] == 0.1
+    assert abs(p["t_hat"] - 0.95) < 3 * p["t_se"]
+    sessions = {(i + 1, "candidate"): {"boot": b} for i, b in enumerate(boots)} | {
+        (i + 1, "control"): {"boot": checked_boot(100 + i, 0.8)} for i in range(10)}
+    out = sampling.section([0.8], sessions)
+    [gone] = out["sampling_withheld"]
+    assert gone["sessions"] == [f"{i}-candidate" for i in range(1, 11)]
+    assert "pooled over 10 boots that drew anew" in gone["why"]
+    assert {p["arm"]: p["passed"] for p in out["sampling_pooled"]} == \
+        {"control": True, "candidate": False}
+
+
+def test_boots_that_repeat_one_draw_count_once():
+    """A folder measured with one seed for every boot repeats one draw: pooling it would claim
+    ten times the tokens it has, so it is not pooled."""
+    same = checked_boot(3, 0.95)
+    assert sampling.pooled([same] * 10) == []
+
+
+def test_a_receipt_judged_otherwise_than_its_records_is_named_with_both_verdicts():
+    fine = checked_boot(4, 0.8)
+    said = fine | {"sampling_check": [fine["sampling_check"][0] | {"passed": False}]}
+    assert sampling.rejudged(fine) == []
+    [r] = sampling.rejudged(said)
+    assert (r["temperature"], r["recorded"], r["rejudged"]) == (0.8, False, True)
+    out = sampling.section([0.8], {(1, "control"): {"boot": said},
+                                   (1, "candidate"): {"boot": fine}})
+    assert [r["session"] for r in out["sampling_rejudged"]] == ["1-control"]
+    assert "sampling_withheld" not in out

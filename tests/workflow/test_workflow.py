@@ -204,7 +204,7 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
         "vllm-project/vllm/issues/55005" in hot["sampling_withheld"]
     assert "acceptance_rate" not in hot and "acceptance_rate" not in probe
     [check] = jsonio.read(root / "receipts" / "1-candidate-boot.json", "boot")["sampling_check"]
-    assert check["temperature"] == 0.8 and check["requests"] == 4 and check["records"]
+    assert check["temperature"] == 0.8 and check["requests"] == 16 and check["records"]
     assert "Nothing sampled at temperature 0.8 is reported" in readme
     assert not [r for r in comparison["rows"] if r["point"] == "T=0.8"]
     # each fixture class bracketed by scrapes of its own: acceptance per class

@@ -120,6 +120,8 @@ def cells(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[
     gone: dict[float | str, str] = {}
     for session in (s for pair in pairs for s in pair):
         gone |= sampling.withheld(session["boot"])
+    for arm in (0, 1):
+        gone |= sampling.pooled_withheld([pair[arm]["boot"] for pair in pairs])
     for inst in sorted(pairs[0][0]["raw"]):
         figs = [(arm_figures(c["raw"][inst], gone), arm_figures(d["raw"][inst], gone))
                 for c, d in pairs]
@@ -356,7 +358,8 @@ def compare(plan: Plan, sessions: Sessions) -> dict[str, Any]:
             **(covariate.section(plan, sessions) if not bad else {}),
             **engine_side(plan, sessions), **samework.section(sessions),
             **held.section(sessions),
-            **sampling_withheld(plan, sessions),
+            **sampling.section(instruments.sampled_temperatures(plan["instruments"]),
+                               sessions),
             **together.section(plan, sessions),
             **({"counter_disagreements": counters} if counters else {})}
     sections = derived(sessions, valid=not bad)
@@ -374,23 +377,3 @@ def engine_side(plan: Plan, sessions: Sessions) -> dict[str, Any]:
     if not any(b.get("engine_resolved") for b in boots) and not lengths:
         return {}
     return {"engine_differences": resolved.differences(plan["variable"], boots) + lengths}
-
-
-def sampling_withheld(plan: Plan, sessions: Sessions) -> dict[str, Any]:
-    """Each temperature an instrument sampled at where a session's engine did not sample as
-    asked: its figures (acceptance and decode) are withheld, in these sessions, for this
-    reason (knee.analyze.sampling); and where a boot's check could not decide, which
-    withholds nothing and is said."""
-    out = {}
-    for key, judged in (("sampling_withheld", sampling.withheld),
-                        ("sampling_undecided", sampling.undecided)):
-        found: dict[tuple[float, str], list[str]] = {}
-        for (pair, arm), s in sorted(sessions.items()):
-            gone = judged(s["boot"])
-            for t in instruments.sampled_temperatures(plan["instruments"]):
-                if why := sampling.reason(gone, t):
-                    found.setdefault((t, why), []).append(f"{pair}-{arm}")
-        if found:
-            out[key] = [{"temperature": t, "sessions": ids, "why": why}
-                        for (t, why), ids in found.items()]
-    return out

@@ -3,18 +3,20 @@ engine builds known to sample wrongly.
 
 A boot's check (knee.measure.samplecheck) sends seeded requests at every temperature above 0
 an instrument uses, with speculation as the arm configures it, asking for each sampled token's
-raw log-probability and the 20 most likely tokens' (vLLM's `logprobs`). Sampling at
-temperature T from the model's own distribution q ~ p^(1/T) gives two things to hold the
-sampled tokens to, neither needing the rest of the vocabulary:
-- a sampled token that lands among the 20 is drawn from q restricted to them, so the sum of
-  its negative log-probabilities has a known mean and variance: z_top, two-sided (a sampler
-  too greedy lands below, one too flat above);
+raw log-probability and the 20 most likely tokens' (vLLM's `logprobs`), with the config's
+top_k and top_p. Three things hold the sampled tokens to what was asked, none needing the rest
+of the vocabulary (knee.analyze.temperature):
+- the temperature they were drawn at, estimated with its standard error (the conditional MLE
+  on the 20 likeliest, or the part of them the cut keeps): a check fails where the estimate is
+  more than max(0.1, 4 SE) from the temperature asked;
+- a token no correct sampler draws (ranked past top_k, or past every nucleus of top_p the rest
+  of the vocabulary allows) fails it;
 - how many land outside the 20 is at most what the 20's share of q leaves (bounded for T <= 1,
   where each tail token weighs at most p_20^(1/T - 1) times its probability). Above 1 no bound
-  follows from the 20 and the tail's total: a flatter q lifts the least likely tokens most, and
-  how many there are is the vocabulary's business, so above 1 only the first test decides.
-vLLM issue #55005 (temperatures spread over draft tokens from uninitialised memory) fails both
-on SmolLM2-135M-Instruct.
+  follows, so there the estimate decides.
+The log-probabilities must be the model's own (vLLM's logprobs_mode raw_logprobs); the boot
+records the mode. vLLM issue #55005 (temperatures spread over draft tokens from uninitialised
+memory) fails the check on SmolLM2-135M-Instruct.
 
 Records that cannot be a measurement of the sampler decide nothing: vLLM keys each position's
 20 likeliest by the token's text, so tokens whose texts collide (byte pieces that decode to the
@@ -28,11 +30,18 @@ verdict decides nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-Z_LIMIT = 4.0  # |z| of the top-20 test, and the tail count's excess in standard deviations
-EXCESS_LIMIT = 0.25  # nats a token: a significant but tiny difference does not fail a check
+import numpy as np
+
+from knee.analyze.temperature import NO_CUT, TOP, Cut, estimate
+
+T_FLOOR = 0.1  # the least temperature error a check fails on, however many tokens it saw
+SE_LIMIT = 4.0  # ... and no less than this many standard errors of the estimate
+Z_LIMIT = 4.0  # the tail count's excess in standard deviations
+RAW = "raw_logprobs"  # vLLM's logprobs_mode whose log-probabilities are the model's own
+METHOD = "conditional MLE of 1/T on the 20 likeliest (v2)"
 ISSUE_55005 = "https://github.com/vllm-project/vllm/issues/55005"
 # engine builds whose sampling at temperature > 0 under speculation is known to be wrong
 KNOWN_DEFECTS = (
@@ -43,18 +52,16 @@ KNOWN_DEFECTS = (
 )
 
 
-def token_terms(top: list[float], temperature: float) -> tuple[float, float, float]:
-    """(mean, variance) of the negative log-probability of a token drawn from q restricted to
-    the top 20, and the bound on the chance of drawing outside them."""
-    peak = max(top)
-    weights = [math.exp((x - peak) / temperature) for x in top]
-    z = math.fsum(weights)
-    mean = math.fsum(w / z * -x for w, x in zip(weights, top, strict=True))
-    var = math.fsum(w / z * (-x - mean) ** 2 for w, x in zip(weights, top, strict=True))
-    rest = max(0.0, 1.0 - math.fsum(math.exp(x) for x in top))
-    floor = min(top)
-    tail = rest * math.exp((1 / min(temperature, 1.0) - 1) * floor - peak / temperature)
-    return mean, var, min(1.0, tail / (z + tail)) if tail > 0 else 0.0
+def tail_share(tops: np.ndarray, temperature: float) -> np.ndarray:
+    """Per position (rows of the 20 likeliest log-probabilities, -inf padded), the bound on the
+    chance of drawing outside them at `temperature` <= 1."""
+    peak = tops[:, 0]
+    z = np.exp((tops - peak[:, None]) / temperature).sum(axis=1)
+    rest = np.clip(1.0 - np.exp(tops).sum(axis=1), 0.0, None)
+    floor = np.where(np.isfinite(tops), tops, np.inf).min(axis=1)
+    tail = rest * np.exp((1 / min(temperature, 1.0) - 1) * floor - peak / temperature)
+    out: np.ndarray = np.minimum(1.0, tail / (z + tail))
+    return out
 
 
 def unsound(requests: list[dict[str, Any]]) -> str | None:
@@ -74,44 +81,62 @@ def unsound(requests: list[dict[str, Any]]) -> str | None:
             f"(their texts collide), so these records do not measure the sampler")
 
 
-def judge(temperature: float, requests: list[dict[str, Any]]) -> dict[str, Any]:
+def tail(requests: list[dict[str, Any]], temperature: float, cut: Cut) -> dict[str, Any]:
+    """How many sampled tokens lie outside the 20 likeliest, against the most that sampling at
+    `temperature` <= 1 leaves there (None above 1, or where top_k cuts inside the 20: a token
+    outside them is then a violation)."""
+    positions = [top + [-math.inf] * (TOP - len(top))
+                 for r in requests for top in r["top_logprobs"] if top]
+    outside = sum(not hit for r in requests for hit in r["in_top"])
+    if temperature > 1 or cut.kept() < TOP:
+        return {"outside_top": outside, "outside_top_expected": None, "tail_sd": None}
+    expected = float(tail_share(np.asarray(positions, dtype=float), temperature).sum()) \
+        if positions else 0.0
+    return {"outside_top": outside, "outside_top_expected": expected,
+            "tail_sd": (outside - expected) / math.sqrt(expected + 1.0)}
+
+
+def judge(temperature: float, requests: list[dict[str, Any]], cut: Cut = NO_CUT,
+          logprobs_mode: str = RAW) -> dict[str, Any]:
     """requests: [{"seed", "text", "token_logprobs", "top_logprobs", "in_top",
-    "repeat_text"?}] -> the verdict at this temperature, with the figures it rests on."""
-    obs = exp = var = out_expected = 0.0
-    tokens = inside = 0
-    for r in requests:
-        for sampled, top, hit in zip(r["token_logprobs"], r["top_logprobs"], r["in_top"],
-                                     strict=True):
-            mean, v, p_out = token_terms(top, temperature)
-            tokens, out_expected = tokens + 1, out_expected + p_out
-            if hit:
-                obs, exp, var, inside = obs - sampled, exp + mean, var + v, inside + 1
-    z = (obs - exp) / math.sqrt(var) if var > 0 else 0.0
-    excess = (obs - exp) / inside if inside else 0.0
-    outside = tokens - inside
-    tail_sd = (outside - out_expected) / math.sqrt(out_expected + 1.0) \
-        if temperature <= 1 else None
+    "repeat_text"?}] sampled at `temperature` cut as `cut` says -> the verdict there, with the
+    figures it rests on."""
+    fit = estimate(requests, temperature, cut)
+    counted = tail(requests, temperature, cut)
+    limit = None if fit.t_se is None else max(T_FLOOR, SE_LIMIT * fit.t_se)
     same = all(r["repeat_text"] == r["text"] for r in requests if "repeat_text" in r)
-    why = []
-    if not same:
-        why.append("the same seeded request gave different text within one boot")
-    if abs(z) > Z_LIMIT and abs(excess) > EXCESS_LIMIT:
-        why.append(f"the sampled tokens among the model's 20 likeliest average "
-                   f"{obs / inside:.2f} nats where sampling at temperature {temperature:g} "
-                   f"gives {exp / inside:.2f} (z = {z:.1f})")
-    if tail_sd is not None and tail_sd > Z_LIMIT:
-        why.append(f"{outside} of {tokens} sampled tokens lie outside the model's 20 likeliest, "
-                   f"where sampling at temperature {temperature:g} gives at most "
-                   f"{out_expected:.1f}")
-    if cannot := unsound(requests):  # the 20 likeliest decide nothing; the repeat still does
+    why = [] if same else ["the same seeded request gave different text within one boot"]
+    if fit.t_hat is not None and limit is not None and abs(fit.t_hat - temperature) > limit:
+        why.append(f"the sampled tokens put the temperature at {fit.t_hat:.3g} ± "
+                   f"{fit.t_se:.2g} where {temperature:g} was asked (fails beyond "
+                   f"max({T_FLOOR:g}, {SE_LIMIT:g} SE) = {limit:.2g})")
+    if fit.violations:
+        why.append(f"{fit.violations} sampled tokens lie where top_k {cut.top_k} and top_p "
+                   f"{cut.top_p:g} leave no chance of drawing them")
+    if counted["tail_sd"] is not None and counted["tail_sd"] > Z_LIMIT:
+        why.append(f"{counted['outside_top']} sampled tokens lie outside the model's 20 "
+                   f"likeliest, where sampling at temperature {temperature:g} gives at most "
+                   f"{counted['outside_top_expected']:.1f}")
+    cannot = unsound(requests) or not_raw(logprobs_mode) or (
+        None if fit.t_hat is not None else "the check cannot decide: no sampled token landed "
+        "in a set of two or more that the sampler keeps, so nothing measures its temperature")
+    if cannot:  # the 20 likeliest decide nothing; the repeat still does
         why = why[:1] if not same else []
-    return {"temperature": temperature, "requests": len(requests), "tokens": tokens,
-            "top_tokens": inside, "observed_nll": obs / inside if inside else None,
-            "expected_nll": exp / inside if inside else None, "z": z,
-            "outside_top": outside, "outside_top_expected": out_expected, "tail_sd": tail_sd,
-            "z_limit": Z_LIMIT, "excess_limit": EXCESS_LIMIT, "repeatable": same,
-            "passed": False if why else (None if cannot else True),
+    return {"temperature": temperature, "method": METHOD, "top_k": cut.top_k,
+            "top_p": cut.top_p, "logprobs_mode": logprobs_mode, "requests": len(requests),
+            "tokens": sum(len(r["token_logprobs"]) for r in requests),
+            "positions": fit.positions, "t_hat": fit.t_hat, "t_se": fit.t_se,
+            "t_limit": limit, "violations": fit.violations, **counted, "z_limit": Z_LIMIT,
+            "repeatable": same, "passed": False if why else (None if cannot else True),
             "why": "; ".join(why) or cannot}
+
+
+def not_raw(logprobs_mode: str) -> str | None:
+    """Why log-probabilities of this mode cannot measure the sampler, or None."""
+    if logprobs_mode == RAW:
+        return None
+    return (f"the check cannot decide: the engine returned log-probabilities in mode "
+            f"{logprobs_mode!r}, and only the model's raw ones ({RAW}) measure the temperature")
 
 
 def known_defect(engine: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -122,11 +147,54 @@ def known_defect(engine: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return next((d for d in KNOWN_DEFECTS if packages.get(d["package"]) in d["versions"]), None)
 
 
+def cut_of(check: Mapping[str, Any]) -> Cut:
+    """The top_k and top_p a recorded check sampled with (none before they were recorded)."""
+    return Cut(int(check.get("top_k", -1)), float(check.get("top_p", 1.0)))
+
+
 def verdicts(boot: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The boot's sampling check, each temperature judged again from the records it kept (a
     check whose requests were not answered keeps its recorded failure)."""
-    return [judge(c["temperature"], c["records"]) if c.get("records") else c
-            for c in boot.get("sampling_check") or []]
+    return [judge(c["temperature"], c["records"], cut_of(c), c.get("logprobs_mode", RAW))
+            if c.get("records") else c for c in boot.get("sampling_check") or []]
+
+
+def pooled(boots: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each temperature judged over every distinct draw of these boots' checks (one arm's): a
+    boot draws with seeds of its own, so pooling narrows the estimate; boots measured with one
+    seed for all repeat a single draw, which counts once (none where fewer than two differ)."""
+    out = []
+    for t in sorted({c["temperature"] for b in boots for c in b.get("sampling_check") or []}):
+        checks = [c for b in boots for c in b.get("sampling_check") or []
+                  if c["temperature"] == t and c.get("records")]
+        draws = {tuple((r["seed"], r["text"]) for r in c["records"]): c for c in checks}
+        if len(draws) < 2 or len({(cut_of(c), c.get("logprobs_mode", RAW))
+                                  for c in checks}) > 1:
+            continue
+        records = [r for c in draws.values() for r in c["records"]]
+        v = judge(t, records, cut_of(checks[0]), checks[0].get("logprobs_mode", RAW))
+        out.append({"temperature": t, "boots": len(checks), "draws": len(draws),
+                    **{k: v[k] for k in ("tokens", "t_hat", "t_se", "t_limit", "passed",
+                                         "why")}})
+    return out
+
+
+def pooled_withheld(boots: Sequence[Mapping[str, Any]]) -> Withheld:
+    """temperature -> why the figures sampled at it are withheld in every one of these boots
+    (an arm's): their draws, pooled, failed the check."""
+    return {p["temperature"]: f"pooled over {p['draws']} boots that drew anew, the engine "
+                              f"failed its sampling check at temperature "
+                              f"{p['temperature']:g}: {p['why']}"
+            for p in pooled(boots) if p["passed"] is False}
+
+
+def rejudged(boot: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Where the boot's receipt recorded another verdict than its records, judged again, give
+    (the receipt was judged by the check as it stood at the time): each temperature, both."""
+    return [{"temperature": c["temperature"], "recorded": c.get("passed"),
+             "rejudged": v["passed"], "why": v["why"]}
+            for c, v in zip(boot.get("sampling_check") or [], verdicts(boot), strict=True)
+            if c.get("records") and c.get("passed") != v["passed"]]
 
 
 def undecided(boot: Mapping[str, Any]) -> Withheld:
@@ -163,3 +231,42 @@ def reason(withheld_here: Mapping[float | str, str], temperature: float | None) 
 def point_reason(withheld_here: Mapping[float | str, str], point: dict[str, Any]) -> str | None:
     """Why the figures of one raw point (sampled as its profile says) are withheld, or None."""
     return reason(withheld_here, (point.get("profile") or {}).get("temperature"))
+
+
+def withheld_in(temperatures: list[float], sessions: Mapping[tuple[int, str], Any]
+                ) -> dict[str, Any]:
+    """Each temperature an instrument sampled at where a session's engine did not sample as
+    asked (its boot's check failed, or its arm's boots' draws pooled did): its figures
+    (acceptance and decode) are withheld, in these sessions, for this reason; and where a
+    boot's check could not decide, which withholds nothing and is said."""
+    pool = {arm: pooled_withheld([s["boot"] for (_, a), s in sessions.items() if a == arm])
+            for arm in ("control", "candidate")}
+    out: dict[str, Any] = {}
+    for key in ("sampling_withheld", "sampling_undecided"):
+        found: dict[tuple[float, str], list[str]] = {}
+        for (pair, arm), s in sorted(sessions.items()):
+            gone = withheld(s["boot"]) | pool[arm] if key == "sampling_withheld" \
+                else undecided(s["boot"])
+            for t in temperatures:
+                if why := reason(gone, t):
+                    found.setdefault((t, why), []).append(f"{pair}-{arm}")
+        if found:
+            out[key] = [{"temperature": t, "sessions": ids, "why": why}
+                        for (t, why), ids in found.items()]
+    return out
+
+
+def section(temperatures: list[float], sessions: Mapping[tuple[int, str], Any]
+            ) -> dict[str, Any]:
+    """The comparison's account of sampling (knee.analyze.compare): what is withheld and
+    undecided, each arm's pooled estimate, and the receipts whose recorded verdict their
+    records, judged again, do not give."""
+    out = withheld_in(temperatures, sessions)
+    arms = {arm: [s["boot"] for (_, a), s in sorted(sessions.items()) if a == arm]
+            for arm in ("control", "candidate")}
+    if estimates := [{"arm": arm, **p} for arm, boots in arms.items() for p in pooled(boots)]:
+        out["sampling_pooled"] = estimates
+    if changed := [{"session": f"{pair}-{arm}", **r} for (pair, arm), s in sorted(sessions.items())
+                   for r in rejudged(s["boot"])]:
+        out["sampling_rejudged"] = changed
+    return out

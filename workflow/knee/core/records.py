@@ -224,6 +224,8 @@ class Comparison(Stamped, total=False):
     depth_curves: Any
     sampling_withheld: Any
     sampling_undecided: Any
+    sampling_pooled: list[Section]
+    sampling_rejudged: list[Section]
     simultaneous: Section
 
 

@@ -230,7 +230,9 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str | None, expected:
                      f"{', '.join(f'{t:g}' for t in temperatures)}")
         facts = {**facts, "sampling_check": samplecheck.check(
             engine.base_url, s.plan["model"]["name"], temperatures,
-            s.plan["instruments"]["seed"], s.plan["instruments"]["request_timeout_s"])}
+            samplecheck.boot_seed(s.plan["instruments"]["seed"], s.sid),
+            s.plan["instruments"]["request_timeout_s"], s.plan["instruments"].get("sampling"),
+            samplecheck.logprobs_mode(s.arm.get("args") or {}))}
         engine.check_alive("the sampling check")  # a failed request is the engine's, or not
     s.receipt("boot", {
         **pair_arm, "runtime": s.runtime.kind, "started_at": started,

@@ -138,18 +138,11 @@ def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: d
             for d in comparison.get("engine_differences", [])]
     out += same_work_lines(comparison.get("same_work", []))
     out += held.caveats(comparison.get("windows_not_held", []))
-    out += [f"Nothing sampled at temperature {w['temperature']:g} is reported (acceptance or "
-            f"decode) for sessions {', '.join(w['sessions'])}: {mdtext.text(w['why'])} "
-            "([comparison.json](comparison/comparison.json#/sampling_withheld))."
-            for w in comparison.get("sampling_withheld", [])]
     out += [f"{w['session']}/{w['instrument']}: the raw records disagree with the server's "
             f"own counters ({mdtext.text(w['why'])}), so the comparison is INVALID "
             "([comparison.json](comparison/comparison.json#/counter_disagreements))."
             for w in comparison.get("counter_disagreements", [])]
-    out += [f"The engine's sampling at temperature {w['temperature']:g} is unchecked in sessions "
-            f"{', '.join(w['sessions'])}: {mdtext.text(w['why'])}; nothing is withheld for it "
-            "([comparison.json](comparison/comparison.json#/sampling_undecided))."
-            for w in comparison.get("sampling_undecided", [])]
+    out += sampling_lines(comparison)
     work = [d for d in bar.get("confounds", []) if d["kind"] == "output tokens"]
     if work:
         out.append(f"The verdict is CONFOUNDED (the rules alone: {bar['rules_verdict']}): the "
@@ -167,6 +160,29 @@ def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: d
     out += split_caveats(bar)
     if comparison.get("simultaneous") and runtime.compile_cache:
         out.append(SHARED_CACHE)
+    return out
+
+
+def sampling_lines(comparison: Mapping[str, Any]) -> list[str]:
+    """What the sampling checks withheld, could not decide, and judged otherwise than the
+    receipts recorded."""
+    link = "([comparison.json](comparison/comparison.json#/{}))."
+    out = [f"Nothing sampled at temperature {w['temperature']:g} is reported (acceptance or "
+           f"decode) for sessions {', '.join(w['sessions'])}: {mdtext.text(w['why'])} "
+           + link.format("sampling_withheld") for w in comparison.get("sampling_withheld", [])]
+    out += [f"The engine's sampling at temperature {w['temperature']:g} is unchecked in sessions "
+            f"{', '.join(w['sessions'])}: {mdtext.text(w['why'])}; nothing is withheld for it "
+            + link.format("sampling_undecided") for w in comparison.get("sampling_undecided", [])]
+    changed: dict[tuple[float, bool | None, bool | None], list[str]] = {}
+    for r in comparison.get("sampling_rejudged", []):
+        changed.setdefault((r["temperature"], r["recorded"], r["rejudged"]), []).append(
+            r["session"])
+    word = {True: "passed", False: "failed", None: "undecided"}
+    out += [f"The boot receipts of sessions {', '.join(ids)} record the sampling check at "
+            f"temperature {t:g} as {word[a]}, judged as the check stood when they were "
+            f"measured; their records, judged again by the check as it stands, give "
+            f"{word[b]}, and the re-judgment decides " + link.format("sampling_rejudged")
+            for (t, a, b), ids in changed.items()]
     return out
 
 
