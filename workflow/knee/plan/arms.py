@@ -43,9 +43,17 @@ def variable_values(plan: Plan) -> dict[str, Any]:
     """Each arm's value of the declared variable (a list of values for a list of settings)."""
     out = {}
     for arm in ARMS:
-        values = [flatten(plan["arms"][arm]).get(v) for v in variables(plan["variable"])]
+        values = [at_path(plan["arms"][arm], v) for v in variables(plan["variable"])]
         out[arm] = values if isinstance(plan["variable"], list) else (values or [None])[0]
     return out
+
+
+def at_path(data: Any, dotted: str) -> Any:
+    """The value at a dotted setting, whole where it is a mapping (a draft model named by its
+    package), None where absent."""
+    for part in dotted.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
 
 
 def deep_merge(base: Any, over: Any) -> Any:
