@@ -12,12 +12,11 @@ import numpy as np
 
 from knee import instruments
 from knee.analyze import compare, covariate, design, held, inference, recommend_parts
-from knee.core import layout
 from knee.core.records import Plan
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.summary import order_name
-from knee.publish import mdtext
+from knee.publish import firstscreen, mdtext
 from knee.publish.numbers import ci, fmt, level, pctf
 from knee.publish.templating import templates
 
@@ -37,25 +36,6 @@ def in_folder(path) -> str:
     """A window's file as the README links it: relative to the results folder
     (raw/<session>/<file>), whatever the folder is called or where it lies."""
     return "/".join(Path(path).parts[-3:])
-
-
-def headline(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> str:
-    if comparison["verdict"] != "VALID":
-        return "comparison INVALID: the arms did not see the same requests"
-    verdict = f"bar {bar['verdict']}"
-    if bar["verdict"] == "INCONCLUSIVE":
-        needed = [r.get("pairs_needed") for r in bar["rules"] if r["verdict"] == "INCONCLUSIVE"]
-        verdict += (f" (about {max(needed)} pairs would resolve it)" if None not in needed
-                    else " (more pairs would not resolve every rule at these estimates)")
-    load = instruments.role(instruments.LOAD)
-    gains = [r for r in comparison["rows"] if r["instrument"] == load and r["pair"] == "all"
-             and r["metric"] == "throughput" and r["delta_pct"] is not None]
-    if not gains:
-        return verdict
-    best = max(gains, key=lambda r: abs(r["delta_pct"]))
-    at = f"{layout.COMPARISON}#/rows/{comparison['rows'].index(best)}/delta_pct"
-    return (f"{verdict}; largest throughput change [{best['delta_pct']:+.1f}%]({at}) at "
-            f"C{best['point']} ({best['noise']})")
 
 
 def hosts(boots: Sequence[Mapping[str, Any]]) -> list[dict]:
@@ -376,7 +356,8 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
                   if w.get("temperatures") and not instruments.get(w["instrument"]).temperatures],
         conditional=conditional,
         over_boots=acceptance.get("over_boots", []),
-        headline=headline(comparison, bar), caches=caches or {},
+        headline=firstscreen.headline(comparison, bar), caches=caches or {},
+        box=firstscreen.box(plan, comparison, bar, boots),
         used={sid: s["resources"] for sid, s in (stops or {}).items() if "resources" in s},
         calibration=(inference.false_positives(comparison["rows"])
                      if plan["variable"] == NO_VARIABLE else None),

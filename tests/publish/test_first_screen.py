@@ -1,0 +1,60 @@
+"""Every published README answers on its first screen: the title gives the bar's verdict and
+the rule that decided it, with its estimate and the interval that decided, at the bar's level;
+under it a box of at most five lines names the model and engine and what changes how to read
+the verdict."""
+
+import re
+
+import pytest
+
+from knee.core import jsonio
+from knee.publish import firstscreen
+from knee.publish.numbers import ci, pctf
+from tests.helpers import ROOT
+
+FOLDERS = sorted(p.parent.parent.name for p in (ROOT / "results").glob("*/comparison/bar.json"))
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_the_title_and_the_box_answer(name):
+    root = ROOT / "results" / name
+    bar = jsonio.read(root / "comparison" / "bar.json", "bar")
+    lines = (root / "README.md").read_text().splitlines()
+    title = lines[0]
+    assert title.startswith(f"# {name}: bar {bar['verdict']}")
+    i = firstscreen.deciding(bar)
+    r = bar["rules"][i]
+    assert f"{r['rule']} [{pctf(r['estimate'])}](comparison/bar.json#/rules/{i}/estimate)" \
+        in title
+    assert f"{100 * r['confidence']:g}% interval {ci(r['interval'])}" in title
+    box = [line for line in lines[1:8] if line.startswith("> ")]
+    assert 1 <= len(box) <= firstscreen.BOX_LINES and box[0].startswith("> **Model and engine**")
+    assert lines[1] == "" and lines[2] == box[0]
+    if bar["verdict"] == "CONFOUNDED":
+        assert any("**CONFOUNDED**" in line for line in box)
+    fragile = [r["rule"] for r in bar["rules"] if (r.get("robustness") or {}).get("fragile")]
+    assert all(any(rule in line for line in box) for rule in fragile) or len(box) == 5
+
+
+def test_the_deciding_rule_is_the_first_whose_verdict_is_the_bars():
+    rules = [{"rule": "a", "verdict": "PASS"}, {"rule": "b", "verdict": "FAIL"},
+             {"rule": "c", "verdict": "FAIL"}]
+    assert firstscreen.deciding({"verdict": "FAIL", "rules": rules}) == 1
+    assert firstscreen.deciding({"verdict": "CONFOUNDED", "rules_verdict": "FAIL",
+                                 "rules": rules}) == 1
+    assert firstscreen.deciding({"verdict": "PASS", "rules": rules[:1]}) == 0
+    assert firstscreen.deciding({"verdict": "INCONCLUSIVE", "rules": []}) is None
+
+
+def test_a_box_of_many_caveats_keeps_five_lines_and_says_there_are_more():
+    bar = {"verdict": "CONFOUNDED", "rules_verdict": "FAIL", "pairs": 3,
+           "confounds": [{"kind": "engine change"}],
+           "hosts": {"split_pairs": [{"pair": 2}]},
+           "rules": [{"rule": "r", "verdict": "FAIL", "robustness": {"fragile": True,
+                                                                    "why": ["x"]},
+                      "adjustment": {"applied": False}}]}
+    comparison = {"verdict": "VALID", "sampling_withheld": [{"temperature": 0.8}]}
+    plan = {"model": {"name": "m", "generated": True}}
+    box = firstscreen.box(plan, comparison, bar, [])
+    assert len(box) == 5 and box[-1] == "and more under Caveats"
+    assert "random weights" in box[0] and re.search(r"3 boot pairs", box[0])
