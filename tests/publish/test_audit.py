@@ -86,11 +86,15 @@ def test_a_tampered_receipt_is_caught_and_named(results):
 
 def test_trace_prints_the_chain_from_readme_to_config(results):
     data = json.loads((results / "comparison" / "bar.json").read_text())
-    shown = f"{data['rules'][-1]['per_pair'][0]['delta_pct']:+.2f}%"
+    pairs = data["rules"][-1]["per_pair"]  # the README shows the lowest and the highest
+    low = min(range(len(pairs)), key=lambda i: pairs[i]["delta_pct"])
+    shown = f"{pairs[low]['delta_pct']:+.2f}%"
     chain = "\n".join(trace.trace(results, shown))
-    assert "README.md:" in chain and "comparison/bar.json#/rules/2/per_pair/0/delta_pct" in chain
-    assert "raw/1-candidate/sweep.json" in chain and "request records" in chain
-    assert "receipts/1-candidate-boot.json" in chain and "argv:" in chain
+    assert "README.md:" in chain and f"comparison/bar.json#/rules/2/per_pair/{low}/delta_pct" \
+        in chain
+    assert f"raw/{pairs[low]['pair']}-candidate/sweep.json" in chain and "request records" \
+        in chain
+    assert f"receipts/{pairs[low]['pair']}-candidate-boot.json" in chain and "argv:" in chain
     assert "config_sha256" in chain or "config " in chain
     assert "workflow commit" in chain
 
@@ -147,8 +151,8 @@ def test_a_folder_of_the_previous_schema_is_refused_with_how_to_rederive_it(resu
 
 def test_trace_takes_a_negative_number_from_the_command_line(results):
     data = json.loads((results / "comparison" / "bar.json").read_text())
-    shown = next(f"{p['delta_pct']:+.2f}%" for r in data["rules"] for p in r["per_pair"]
-                 if p["delta_pct"] < 0)
+    lowest = [min(p["delta_pct"] for p in r["per_pair"]) for r in data["rules"]]  # shown
+    shown = next(f"{x:+.2f}%" for x in lowest if x < 0)
     r = run_knee("trace", str(results), shown, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "comparison/bar.json#/rules/" in r.stdout and "workflow commit" in r.stdout

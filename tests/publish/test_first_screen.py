@@ -8,7 +8,7 @@ import re
 import pytest
 
 from knee.core import jsonio
-from knee.publish import firstscreen
+from knee.publish import firstscreen, mdtext
 from knee.publish.numbers import ci, pctf
 from tests.helpers import ROOT
 
@@ -58,3 +58,38 @@ def test_a_box_of_many_caveats_keeps_five_lines_and_says_there_are_more():
     box = firstscreen.box(plan, comparison, bar, [])
     assert len(box) == 5 and box[-1] == "and more under Caveats"
     assert "random weights" in box[0] and re.search(r"3 boot pairs", box[0])
+
+
+def long_tables_outside_details(text: str, limit: int = 40) -> list[int]:
+    """The first line of every table of more than `limit` rows that no <details> folds."""
+    out, inside, start = [], 0, None
+    lines = [*text.split("\n"), ""]
+    for n, line in enumerate(lines):
+        if line.startswith("|"):
+            start = n if start is None else start
+            continue
+        if start is not None and n - start - 2 > limit and not inside:
+            out.append(start + 1)
+        start = None
+        inside += line.count("<details>") - line.count("</details>")
+    return out
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_no_table_a_reader_must_scroll_past_is_left_open(name):
+    """Tables of more than 40 rows are folded (their numbers stay linked); the bar's table
+    puts the verdict beside the rule and each rule's per-pair effects as a range."""
+    text = (ROOT / "results" / name / "README.md").read_text()
+    assert long_tables_outside_details(text) == []
+    header = next(line for line in text.splitlines() if line.startswith("| rule | verdict |"))
+    assert "per pair (lowest … highest)" in header
+
+
+def test_the_folding_keeps_every_row_and_folds_only_long_tables():
+    table = ["| a |", "|---|"] + [f"| {i} |" for i in range(41)]
+    short = ["| b |", "|---|", "| 1 |"]
+    text = "\n".join(["# t", "", *table, "", *short, ""])
+    folded = mdtext.fold(text)
+    assert folded.count("<details>") == 1 and all(row in folded for row in table + short)
+    assert long_tables_outside_details(folded) == [] and long_tables_outside_details(text) == [3]
+    assert mdtext.fold(folded) == folded  # folded once, never twice

@@ -27,3 +27,28 @@ def code(value) -> str:
     s = CONTROL.sub(" ", str(value)).replace("|", "\\|")
     fence = "`" * (max((len(m) for m in re.findall(r"`+", s)), default=0) + 1)
     return f"{fence} {s} {fence}" if "`" in s else f"`{s}`"
+
+
+FOLD_ROWS = 40  # a table longer than this is folded: the page stays readable, the rows a click away
+
+
+def fold(text: str, limit: int = FOLD_ROWS) -> str:
+    """Every Markdown table of more than `limit` rows outside a <details> block, folded into
+    one (its rows stay in the file: every number keeps its link)."""
+    out: list[str] = []
+    lines = text.split("\n")
+    i, inside = 0, 0
+    while i < len(lines):
+        line = lines[i]
+        inside += line.count("<details>") - line.count("</details>")
+        j = i
+        while j < len(lines) and lines[j].startswith("|"):
+            j += 1
+        if j - i - 2 > limit and not inside:
+            out += [f"<details><summary>{j - i - 2} rows: open to read them</summary>", "",
+                    *lines[i:j], "", "</details>"]
+            i = j
+            continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)

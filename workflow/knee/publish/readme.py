@@ -38,6 +38,15 @@ def in_folder(path) -> str:
     return "/".join(Path(path).parts[-3:])
 
 
+def pair_range(per_pair: Sequence[Mapping[str, Any]]) -> tuple[int | None, int | None]:
+    """The places of the lowest and highest per-pair effect (None, None where none is known)."""
+    known = [i for i, p in enumerate(per_pair) if p.get("delta_pct") is not None]
+    if not known:
+        return None, None
+    return (min(known, key=lambda i: per_pair[i]["delta_pct"]),
+            max(known, key=lambda i: per_pair[i]["delta_pct"]))
+
+
 def hosts(boots: Sequence[Mapping[str, Any]]) -> list[dict]:
     """Where a folder was measured over several hosts (one GPU lease after another): each
     host's boot id, its GPUs and the sessions it measured; empty where one host measured all
@@ -341,14 +350,14 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
             tables.append({"title": spec.title, "rows": rows})
     order = (f"{order_name(plan['protocol']['order'])}: "
              + ", ".join(s["id"] for s in plan["protocol"]["sessions"]))
-    return env.get_template("README.md.j2").render(
+    return mdtext.fold(env.get_template("README.md.j2").render(
         plan=plan, comparison=comparison, bar=bar, boots=boots, tables=tables, order=order,
         acceptance=acceptance["windows"], variable_values=variable_values(plan),
         variable=shown_variable(plan["variable"]),
         rel=in_folder,
         caveats=(caveats(comparison, bar, acceptance, runtimes.of(plan))
                  + workload_caveats(plan)),
-        fmt=fmt, pctf=pctf, ci=ci, ms=ms,
+        fmt=fmt, pctf=pctf, ci=ci, ms=ms, pair_range=pair_range,
         positions=positions,
         probes=[w for w in acceptance["windows"]
                 if w.get("temperatures") and instruments.get(w["instrument"]).temperatures],
@@ -367,4 +376,4 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
         shared_key=shared_key(caches or {}), recommendation=recommendation,
         predicted=predicted(plan, comparison, prediction) if prediction else None,
         adjusted=design.realized(plan, bar), speed_method=covariate.SPEED_OF_FIGURE,
-        hosts=hosts(boots), pair_sets=pair_sets(plan, comparison))
+        hosts=hosts(boots), pair_sets=pair_sets(plan, comparison)))
