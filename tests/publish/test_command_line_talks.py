@@ -33,6 +33,9 @@ def test_verdict_prints_the_bar_in_one_line_with_each_rules_deciding_interval():
     assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 1
     assert ": FAIL over 14 boot pairs: single-stream parity INCONCLUSIVE (-2.10%, 90% interval " \
            "-3.26% … -0.94%; interval inside ±1.5%); C8 gain FAIL (-10.54%" in r.stdout
+    unfinished = run_knee("verdict", ROOT / "results" / "qwen-al-mtbench-h100")
+    assert unfinished.returncode == 1 and "unfinished: 2 of 6 sessions measured" in \
+        unfinished.stderr and "--config name=qwen-al-mtbench-h100" in unfinished.stderr
     typo = run_knee("verdict", ROOT / "results" / "ksched-h200-35b-ad")
     assert typo.returncode == 1 and "did you mean" in typo.stderr and "35b-adj" in typo.stderr
 

@@ -21,7 +21,10 @@ def rule_words(r: Mapping[str, Any]) -> str:
 
 def line(root: Path) -> str:
     """The folder's bar in one line (its files held to the audit's checks before reading)."""
+    from knee.publish.audit import check_finished  # an unfinished folder says how far it got
+
     folderscan.checked([root], "knee verdict")
+    check_finished(root, jsonio.read(root / layout.PLAN, "plan"))
     bar = jsonio.read(root / layout.BAR, "bar")
     rules = "; ".join(rule_words(r) for r in bar["rules"])
     return f"{root}: {bar['verdict']} over {bar['pairs']} boot pairs: {rules}"
