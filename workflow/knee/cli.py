@@ -168,16 +168,22 @@ def cmd_audit(args) -> int:
     there is no folder to audit, 4 where the folder disagrees with its recomputation."""
     from knee.publish import audit
 
-    if not args.results.is_dir():
-        raise KneeError(f"{args.results}: no results folder there{nearest(args.results)}")
     problems, notes = audit.examine(
-        args.results, say=lambda m: print(f"audit: {m}", file=sys.stderr, flush=True))
+        existing(args.results), say=lambda m: print(f"audit: {m}", file=sys.stderr, flush=True))
     for n in [*notes, audit.LIMITS]:
         print(f"note: {n}", file=sys.stderr)
     for p in problems:
         print(p)
     print(f"{args.results}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
     return 0 if not problems else EXIT_AUDIT
+
+
+def existing(folder: Path) -> Path:
+    """The results folder a command was given, refused (exit 1) where there is none, naming
+    the nearest folder beside it."""
+    if not folder.is_dir():
+        raise KneeError(f"{folder}: no results folder there{nearest(folder)}")
+    return folder
 
 
 def cmd_trace(args) -> int:
@@ -310,9 +316,7 @@ def cmd_recommend(args) -> int:
 def cmd_verdict(args) -> int:
     from knee.publish import verdict
 
-    if not args.results.is_dir():
-        raise KneeError(f"{args.results}: no results folder there{nearest(args.results)}")
-    print(verdict.line(args.results))
+    print(verdict.line(existing(args.results)))
     return 0
 
 

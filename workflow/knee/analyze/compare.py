@@ -113,15 +113,15 @@ def delta_pct(control: float | None, candidate: float | None) -> float | None:
 FigureKey = tuple[str, object, str]
 
 
-def cells(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[
+def cells(pairs: list[tuple[dict[str, Any], dict[str, Any]]],
+          pooled: Mapping[float | str, str]) -> Iterator[
         tuple[str, object, str, list[tuple[Any, Any]], float | None, float | None]]:
     """(instrument, point, metric, per-pair figures, control, candidate) for every figure either
-    arm has; control and candidate are the arms' means over the pairs given."""
-    gone: dict[float | str, str] = {}
+    arm has; control and candidate are the arms' means over the pairs given. pooled: what an
+    arm's pooled sampling check withholds, in every pair."""
+    gone: dict[float | str, str] = dict(pooled)
     for session in (s for pair in pairs for s in pair):
         gone |= sampling.withheld(session["boot"])
-    for arm in (0, 1):
-        gone |= sampling.pooled_withheld([pair[arm]["boot"] for pair in pairs])
     for inst in sorted(pairs[0][0]["raw"]):
         figs = [(arm_figures(c["raw"][inst], gone), arm_figures(d["raw"][inst], gone))
                 for c, d in pairs]
@@ -135,12 +135,12 @@ def cells(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[
 
 def rows_for_pair(pair: int, control: dict[str, Any], candidate: dict[str, Any],
                   drift: Mapping[FigureKey, float | None], seed: int,
-                  confidence: float) -> list[dict[str, Any]]:
+                  confidence: float, pooled: Mapping[float | str, str]) -> list[dict[str, Any]]:
     rows = []
     spread = {(inst, m): (noise.run_spread(control["raw"][inst], m),
                           noise.run_spread(candidate["raw"][inst], m))
               for inst in control["raw"] for m in METRICS}
-    for inst, point, m, _, a, b in cells([(control, candidate)]):
+    for inst, point, m, _, a, b in cells([(control, candidate)], pooled):
         ra, rb = control["raw"][inst], candidate["raw"][inst]
         spreads = [spread[inst, m][0].get(point), spread[inst, m][1].get(point),
                    drift.get((inst, point, m))]
@@ -179,11 +179,11 @@ def control_drift(controls: list[dict[str, Any]]) -> dict[FigureKey, float | Non
 
 def across_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]],
                  drift: Mapping[FigureKey, float | None],
-                 confidence: float) -> list[dict[str, Any]]:
+                 confidence: float, pooled: Mapping[float | str, str]) -> list[dict[str, Any]]:
     """One row per instrument, point and metric: the effect over boot pairs with its t
     interval (knee.analyze.inference), the arms' mean figures beside it for reading."""
     rows = []
-    for inst, point, m, per_pair, a, b in cells(pairs):
+    for inst, point, m, per_pair, a, b in cells(pairs, pooled):
         ratios = [inference.log_ratio(x, y) for x, y in per_pair]
         eff = inference.effect(ratios)
         interval = {"interval": eff and eff.interval_pct(confidence),
@@ -337,14 +337,17 @@ def compare(plan: Plan, sessions: Sessions) -> dict[str, Any]:
         checked += checks
         bad += found
     rows = []
+    pools = sampling.arm_pools(sessions)
     if not bad:
+        pooled = sampling.pooled_withheld(pools["control"]) | \
+            sampling.pooled_withheld(pools["candidate"])
         pairs = [(sessions[(p, "control")], sessions[(p, "candidate")]) for p in range(1, n + 1)]
         drift = control_drift([c for c, _ in pairs])
         seed = plan["instruments"]["seed"]
         confidence = plan["analysis"]["confidence"]
         for pair, (c, d) in enumerate(pairs, start=1):
-            rows += rows_for_pair(pair, c, d, drift, seed, confidence)
-        rows += across_pairs(pairs, drift, confidence)
+            rows += rows_for_pair(pair, c, d, drift, seed, confidence, pooled)
+        rows += across_pairs(pairs, drift, confidence, pooled)
     # a server knee booted serves only knee's requests: its counters and the raw records agree
     booted = (plan.get("runtime") or {}).get("kind") != "external"
     counters = prom.counter_disagreements(sessions) if booted else []
@@ -359,7 +362,7 @@ def compare(plan: Plan, sessions: Sessions) -> dict[str, Any]:
             **engine_side(plan, sessions), **samework.section(sessions),
             **held.section(sessions),
             **sampling.section(instruments.sampled_temperatures(plan["instruments"]),
-                               sessions),
+                               sessions, pools),
             **together.section(plan, sessions),
             **({"counter_disagreements": counters} if counters else {})}
     sections = derived(sessions, valid=not bad)

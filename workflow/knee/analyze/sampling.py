@@ -179,13 +179,23 @@ def pooled(boots: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def pooled_withheld(boots: Sequence[Mapping[str, Any]]) -> Withheld:
-    """temperature -> why the figures sampled at it are withheld in every one of these boots
-    (an arm's): their draws, pooled, failed the check."""
+# arm -> its pooled estimates (pooled), computed once per comparison
+Pools = dict[str, list[dict[str, Any]]]
+
+
+def arm_pools(sessions: Mapping[tuple[int, str], Any]) -> Pools:
+    """Each arm's estimates pooled over its sessions' boots."""
+    return {arm: pooled([s["boot"] for (_, a), s in sorted(sessions.items()) if a == arm])
+            for arm in ("control", "candidate")}
+
+
+def pooled_withheld(estimates: Sequence[Mapping[str, Any]]) -> Withheld:
+    """temperature -> why the figures sampled at it are withheld in every boot of the arm whose
+    pooled estimates these are: their draws, pooled, failed the check."""
     return {p["temperature"]: f"pooled over {p['draws']} boots that drew anew, the engine "
                               f"failed its sampling check at temperature "
                               f"{p['temperature']:g}: {p['why']}"
-            for p in pooled(boots) if p["passed"] is False}
+            for p in estimates if p["passed"] is False}
 
 
 def rejudged(boot: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -233,14 +243,13 @@ def point_reason(withheld_here: Mapping[float | str, str], point: dict[str, Any]
     return reason(withheld_here, (point.get("profile") or {}).get("temperature"))
 
 
-def withheld_in(temperatures: list[float], sessions: Mapping[tuple[int, str], Any]
-                ) -> dict[str, Any]:
+def withheld_in(temperatures: list[float], sessions: Mapping[tuple[int, str], Any],
+                pools: Pools) -> dict[str, Any]:
     """Each temperature an instrument sampled at where a session's engine did not sample as
     asked (its boot's check failed, or its arm's boots' draws pooled did): its figures
     (acceptance and decode) are withheld, in these sessions, for this reason; and where a
     boot's check could not decide, which withholds nothing and is said."""
-    pool = {arm: pooled_withheld([s["boot"] for (_, a), s in sessions.items() if a == arm])
-            for arm in ("control", "candidate")}
+    pool = {arm: pooled_withheld(estimates) for arm, estimates in pools.items()}
     out: dict[str, Any] = {}
     for key in ("sampling_withheld", "sampling_undecided"):
         found: dict[tuple[float, str], list[str]] = {}
@@ -256,15 +265,14 @@ def withheld_in(temperatures: list[float], sessions: Mapping[tuple[int, str], An
     return out
 
 
-def section(temperatures: list[float], sessions: Mapping[tuple[int, str], Any]
-            ) -> dict[str, Any]:
+def section(temperatures: list[float], sessions: Mapping[tuple[int, str], Any],
+            pools: Pools | None = None) -> dict[str, Any]:
     """The comparison's account of sampling (knee.analyze.compare): what is withheld and
     undecided, each arm's pooled estimate, and the receipts whose recorded verdict their
-    records, judged again, do not give."""
-    out = withheld_in(temperatures, sessions)
-    arms = {arm: [s["boot"] for (_, a), s in sorted(sessions.items()) if a == arm]
-            for arm in ("control", "candidate")}
-    if estimates := [{"arm": arm, **p} for arm, boots in arms.items() for p in pooled(boots)]:
+    records, judged again, do not give. pools: arm_pools(sessions), where already made."""
+    pools = arm_pools(sessions) if pools is None else pools
+    out = withheld_in(temperatures, sessions, pools)
+    if estimates := [{"arm": arm, **p} for arm, found in pools.items() for p in found]:
         out["sampling_pooled"] = estimates
     if changed := [{"session": f"{pair}-{arm}", **r} for (pair, arm), s in sorted(sessions.items())
                    for r in rejudged(s["boot"])]:

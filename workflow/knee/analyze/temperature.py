@@ -36,9 +36,14 @@ class Cut:
     top_k: int = -1
     top_p: float = 1.0
 
+    def inside(self) -> bool:
+        """Whether top_k cuts within the 20 likeliest (the rest of the vocabulary then weighs
+        nothing, and a token outside them is never drawn)."""
+        return 1 <= self.top_k <= TOP
+
     def kept(self) -> int:
         """How many of the 20 likeliest top_k keeps."""
-        return TOP if self.top_k < 1 else min(self.top_k, TOP)
+        return self.top_k if self.inside() else TOP
 
 
 NO_CUT = Cut()
@@ -81,14 +86,14 @@ def nucleus(top: np.ndarray, beta: float, cut: Cut) -> tuple[int, int | None]:
     kept = top[:cut.kept()]
     w = np.exp(beta * (kept - kept[0]))
     if cut.top_p >= 1.0:
-        return len(kept), len(kept) if cut.top_k >= 1 and cut.top_k <= TOP else None
-    rest = 0.0 if 1 <= cut.top_k <= TOP else tail_bound(top, beta)
+        return len(kept), len(kept) if cut.inside() else None
+    rest = 0.0 if cut.inside() else tail_bound(top, beta)
     before = np.concatenate(([0.0], np.cumsum(w)[:-1]))  # the mass ranked above each token
     low = int(np.sum(before / w.sum() < cut.top_p - SLACK))  # the rest weighing nothing
     if math.isinf(rest):
         return max(low, 1), None
     high = int(np.sum(before / (w.sum() + rest) < cut.top_p + SLACK))
-    return max(low, 1), (high if high < len(kept) or 1 <= cut.top_k <= TOP else None)
+    return max(low, 1), (high if high < len(kept) or cut.inside() else None)
 
 
 def positions(records: list[dict[str, Any]], beta: float, cut: Cut

