@@ -50,6 +50,35 @@ def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> 
     return path
 
 
+def run_two_pairs_on_two_cores(tmp_path: Path, default_config: dict, results_dir: list,
+                               order: str) -> tuple[Path, dict]:
+    """Two pairs of the default experiment in a both-arms-at-once order on the real engine,
+    one core a set, the sweep and the fixture only: the folder and its config, each engine and
+    its load generator checked on the arm's core, the cores swapped in pair 2."""
+    from knee.core import jsonio
+
+    default_config["protocol"]["order"] = order
+    default_config["runtime"].pop("engine_cpus", None)
+    default_config["runtime"]["arm_cpus"] = [[0], [1]]
+    path = reduced_config(tmp_path, default_config, f"it-{order}")
+    cfg = yaml.safe_load(path.read_text())
+    cfg["protocol"]["pairs"] = 2
+    for name in ("depth", "probe"):  # the sweep and the fixture are the bar's
+        del cfg["instruments"][name]
+    path.write_text(yaml.safe_dump(cfg))
+    root = ROOT / "results" / cfg["name"]
+    results_dir.append(root)
+    r = run_snakemake("--configfile", path, cores=2, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:] + logs(root)
+    assert not engine_processes(ROOT)
+    boots = {f"{p}-{a}": jsonio.read(root / "receipts" / f"{p}-{a}-boot.json", "boot")
+             for p in (1, 2) for a in ("control", "candidate")}
+    assert {sid: (b["cpus"]["engine"], b["cpus"]["client"]) for sid, b in boots.items()} == {
+        "1-control": ([0], [0]), "1-candidate": ([1], [1]),
+        "2-control": ([1], [1]), "2-candidate": ([0], [0])}
+    return root, cfg
+
+
 def receipts(root: Path, kind: str) -> list[str]:
     """A results folder's receipts of one kind, in protocol order (the sessions that ran)."""
     plan = json.loads((root / "plan.json").read_text())

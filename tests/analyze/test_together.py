@@ -35,3 +35,50 @@ def test_a_sequential_plan_has_no_such_section():
     sequential = {"protocol": {"order": "counterbalanced", "sessions": [
         {"id": "1-control", "pair": 1, "arm": "control", "after": None}]}}
     assert together.section(sequential, {}) == {}
+
+
+def turns(arm: str, seed: int, pair: int, units: int, t0: float, swap: int | None = None,
+          overlap: float = 0.0) -> list[list]:
+    """`arm`'s turns as the registered draws order them, each unit 1 s a turn (unit k's two
+    turns in [t0 + 2k, t0 + 2k + 2)); `swap`: this arm goes at the other place at that unit;
+    `overlap`: each turn runs that much into the next."""
+    from knee.plan.together import position
+
+    out = []
+    for k in range(units):
+        pos = position(seed, pair, "fixture", k, arm)
+        pos = 1 - pos if k == swap else pos
+        began = t0 + 2 * k + pos
+        out.append([k, pos, began, began + 1 + overlap])
+    return out
+
+
+def interleaved_run(**candidate) -> dict:
+    p = plan(1)
+    p["protocol"].update(order="interleaved", seed=5)
+    raw = {arm: {"raw": {"fixture": {"together": {
+        "partner": "x", "start": 0.0, "waited_s": 0.0, "began": 0.0, "ended": 0.0,
+        "turns": turns(arm, 5, 1, 8, 1000.0, **(candidate if arm == "candidate" else {}))}}}}
+        for arm in ("control", "candidate")}
+    return together.section(p, {(1, a): s for a, s in raw.items()})["interleaved"]
+
+
+def test_interleaved_turns_are_checked_against_the_registered_draws():
+    got = interleaved_run()
+    assert got["as_registered"] and got["max_concurrent_s"] == 0
+    assert got["windows"][0]["units"] == {"control": 8, "candidate": 8}
+    assert got["median_handoff_s"] == 0  # each turn began as the other's ended
+    swapped = interleaved_run(swap=3)  # the candidate went at the control's place at unit 3
+    assert not swapped["as_registered"] and swapped["max_concurrent_s"] == 1.0
+    ran_on = interleaved_run(overlap=0.25)  # the candidate's turns ran into the control's
+    assert ran_on["as_registered"] and 1.0 < ran_on["max_concurrent_s"] < 4.0
+
+
+def test_turns_that_broke_the_design_are_caveats_of_the_readme():
+    from knee.publish.together import turn_caveats
+
+    assert turn_caveats(interleaved_run()) == []
+    said = " ".join(turn_caveats(interleaved_run(swap=3)))
+    assert "did not take their turns as the plan drew them in 1 window(s) (pair 1 fixture)" \
+        in said
+    assert "Both arms sent at once for up to 1.000 s" in said

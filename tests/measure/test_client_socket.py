@@ -3,6 +3,7 @@
 import asyncio
 import gc
 import hashlib
+import itertools
 import socket
 import sys
 import threading
@@ -219,4 +220,38 @@ def test_a_held_window_keeps_its_concurrency_for_min_s_from_the_prompts_in_order
     short = client.run(base, "m", prompts[:4], {"max_tokens": 2}, 2, 10,
                        hold=client.Hold(min_s=5.0, floor=2))["hold"]
     assert short["sent"] == 4 and not short["reached"]
+    server.sock.close()
+
+
+class Partner:
+    """A stand-in for the partner session's turns: before every request, 0.15 s of its own."""
+
+    def __init__(self):
+        self.taken, self.released = [], 0
+
+    def take(self, label: str) -> float:
+        self.taken.append(label)
+        time.sleep(0.15)
+        return 0.15
+
+    def release(self) -> None:
+        self.released += 1
+
+
+def test_a_loop_taking_turns_keeps_its_own_clock_and_leaves_the_partners_turns_out():
+    server = SlowServer(0.02)
+    server.start()
+    base, partner = f"http://127.0.0.1:{server.port}", Partner()
+    out = client.run(base, "m", ["a", "b", "c", "d"], {"max_tokens": 2}, 1, 10, turn=partner)
+    assert partner.taken == [f"request {i}" for i in range(4)] and partner.released == 4
+    assert out["turn_wait_s"] == pytest.approx(0.6, abs=0.05)
+    # 4 requests of about 0.02 s each: the 0.6 s of the partner's turns are not in the wall
+    # time nor between one request's end and the next's send
+    assert 0.08 <= out["wall_s"] < 0.3
+    recs = out["records"]
+    assert all(b["t_send"] - a["t_done"] < 0.05 for a, b in itertools.pairwise(recs))
+    assert all(r["t_first"] >= r["t_send"] and r["t_last"] >= r["t_first"] for r in recs)
+    assert out["concurrency_held_share"] > 0.8
+    with pytest.raises(ValueError, match="only with one in flight"):
+        client.run(base, "m", ["a", "b"], {"max_tokens": 2}, 2, 10, turn=Partner())
     server.sock.close()

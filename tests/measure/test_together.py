@@ -3,6 +3,7 @@ start it at the same moment; `knee pair` runs both and stops the one left when t
 fails, keeping what a finished one measured. Sessions are stand-in processes here; the
 embedded engine runs the real thing in tests/workflow/test_simultaneous.py."""
 
+import itertools
 import multiprocessing
 import sys
 import time
@@ -109,3 +110,83 @@ def test_a_pair_of_a_sequential_plan_is_refused(tmp_path):
     jsonio.write(tmp_path / "plan.json", "plan", plan)
     with pytest.raises(KneeError, match=r"pair 1 is not a pair of simultaneous sessions"):
         together.run_pair(tmp_path / "plan.json", 1, "python", None)
+
+
+def _take_turns(root, arm, units, out):
+    """A stand-in session: `units` turns of a window, each a short busy spell."""
+    sid, partner = f"1-{arm}", "1-candidate" if arm == "control" else "1-control"
+    turns = together.Turns(root, {"id": sid, "pair": 1, "arm": arm, "together": partner},
+                           "fixture", 11, 30)
+    for k in range(units):
+        turns.take(f"request {k}")
+        time.sleep(0.002 + 0.004 * ((k * 7 + len(arm)) % 3))
+        turns.release()
+    out.put((arm, turns.log))
+
+
+def test_interleaved_arms_take_their_turns_in_the_registered_abba_order(tmp_path):
+    from knee.analyze.together import turn_agreement
+    from knee.plan.together import position
+
+    together.meeting_dir(tmp_path, 1).mkdir(parents=True)
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_take_turns, args=(tmp_path, arm, 24, out))
+             for arm in ("control", "candidate")]
+    for p in procs:
+        p.start()
+    logs = dict(out.get(timeout=60) for _ in procs)
+    for p in procs:
+        p.join(10)
+    # one after the other, never both at once, in the order the seed drew
+    ordered = sorted((t[2], t[3], arm, t[0], t[1]) for arm, ts in logs.items() for t in ts)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ordered))
+    assert [(arm, unit) for _, _, arm, unit, _ in ordered] == [
+        (arm, unit) for unit in range(24)
+        for arm in sorted(("control", "candidate"),
+                          key=lambda a: position(11, 1, "fixture", unit, a))]
+    got = turn_agreement(logs, 11, 1, "fixture")
+    assert got["units"] == {"control": 24, "candidate": 24}
+    assert got["as_registered"] and got["concurrent_s"] == 0
+    assert 0 <= got["handoff_s"] < 0.05
+
+
+def test_a_partner_sending_other_units_is_named(tmp_path):
+    where = together.meeting_dir(tmp_path, 1)
+    where.mkdir(parents=True)
+    from knee.plan.together import position
+
+    arm = next(a for a in ("control", "candidate") if position(11, 1, "sweep", 0, a) == 1)
+    partner = "1-candidate" if arm == "control" else "1-control"
+    (where / "sweep.step.0").write_text("0 loop c=8 n=40\n")
+    turns = together.Turns(tmp_path, {"id": f"1-{arm}", "pair": 1, "arm": arm,
+                                      "together": partner}, "sweep", 11, 5)
+    with pytest.raises(KneeError, match=rf"session 1-{arm}: in the sweep window its partner "
+                                        rf"{partner} sent '0 loop c=8 n=40' where this session "
+                                        r"sends '0 loop c=8 n=48': interleaved arms must send "
+                                        r"the same units in the same order"):
+        turns.take("loop c=8 n=48")
+
+
+def test_a_partner_that_never_ends_its_turn_is_named(tmp_path):
+    from knee.plan.together import position
+
+    together.meeting_dir(tmp_path, 1).mkdir(parents=True)
+    arm = next(a for a in ("control", "candidate") if position(11, 1, "sweep", 0, a) == 1)
+    turns = together.Turns(tmp_path, {"id": f"1-{arm}", "pair": 1, "arm": arm,
+                                      "together": "x"}, "sweep", 11, 0.2)
+    with pytest.raises(KneeError, match=r"its partner x did not end its turn 0 of the sweep "
+                                        r"window within 0 s"):
+        turns.take("loop c=8 n=48")
+
+
+def test_the_second_set_boots_once_the_first_has(tmp_path):
+    together.meeting_dir(tmp_path, 1).mkdir(parents=True)
+    first = {"id": "1-candidate", "pair": 1, "set": 1, "together": "1-control"}
+    second = {"id": "1-control", "pair": 1, "set": 2, "together": "1-candidate"}
+    together.boot_turn(tmp_path, first, 0.1)  # set 1 boots at once
+    with pytest.raises(KneeError, match=r"session 1-control: its partner 1-candidate had not "
+                                        r"booted within 0 s"):
+        together.boot_turn(tmp_path, second, 0.2)
+    together.booted(tmp_path, first)
+    together.boot_turn(tmp_path, second, 0.1)

@@ -136,7 +136,7 @@ def test_removed_bar_pairs_key_is_refused_with_its_replacement(default_config):
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("pairs", {"min": 2}, "protocol.pairs: 'max' is a required property"),
     ("order", "abba", "protocol.order: 'abba' is not one of ['counterbalanced', 'randomized', "
-                      "'simultaneous']"),
+                      "'simultaneous', 'interleaved']"),
     ("order", ["control", "x"], "protocol.order[1]: 'x' is not one of ['control', 'candidate']"),
 ])
 def test_a_value_of_several_forms_is_explained_by_the_form_it_has(default_config, key, value,

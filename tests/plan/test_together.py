@@ -99,3 +99,59 @@ def test_sets_this_machine_cannot_hold_at_once_are_refused_before_a_boot(monkeyp
 def test_sequential_orders_plan_as_before():
     plan = plan_of(configfile.load(ROOT / "config" / "config.yaml"))
     assert all("together" not in s and "cpus" not in s for s in plan["protocol"]["sessions"])
+
+
+def interleaved(name: str = "qwen-draft-h200.yaml", share: float | None = 0.45) -> dict:
+    cfg = configfile.load(ROOT / "config" / name)
+    cfg["protocol"]["order"] = "interleaved"
+    cfg["runtime"].pop("engine_cpus", None)
+    cfg["runtime"]["arm_cpus"] = [[0, 1, 2, 3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14, 15]]
+    if share is not None:
+        cfg["server"]["args"]["gpu-memory-utilization"] = share
+    return cfg
+
+
+def test_interleaved_engines_share_the_gpus_on_cpu_sets_that_swap_between_pairs():
+    sessions = plan_of(interleaved())["protocol"]["sessions"]
+    assert [(s["id"], s["together"], s["set"], s["cpus"][0], "gpus" in s)
+            for s in sessions[:4]] == [("1-control", "1-candidate", 1, 0, False),
+                                       ("1-candidate", "1-control", 2, 8, False),
+                                       ("2-control", "2-candidate", 2, 8, False),
+                                       ("2-candidate", "2-control", 1, 0, False)]
+
+
+@pytest.mark.parametrize(("share", "said"), [
+    (None, r"claim 0.9 \(control, vLLM default\) \+ 0.9 \(candidate, vLLM default\) = 1.8 of "
+           r"each GPU's memory, more than 0.95"),
+    (0.5, r"claim 0.5 \(control\) \+ 0.5 \(candidate\) = 1 of each GPU's memory, more than "
+          r"0.95 \(the rest is each process's CUDA context\): set gpu-memory-utilization to at "
+          r"most 0.475"),
+])
+def test_engines_that_do_not_fit_the_gpus_twice_are_refused_with_the_arithmetic(share, said):
+    with pytest.raises(KneeError, match=r"x.yaml: protocol.order: interleaved keeps both arms' "
+                                        r"engines on the same GPUs at once, and their "
+                                        r"server.args.gpu-memory-utilization " + said):
+        plan_of(interleaved(share=share))
+
+
+def test_interleaved_order_needs_two_cpu_sets():
+    cfg = interleaved()
+    del cfg["runtime"]["arm_cpus"]
+    with pytest.raises(KneeError, match=r"runtime.arm_cpus: missing: interleaved order pins"):
+        plan_of(cfg)
+
+
+def test_every_block_is_abba_and_either_arm_may_open_it():
+    from knee.plan.together import first_arm, position
+
+    firsts = [first_arm(7, 3, "fixture", b) for b in range(400)]
+    assert 160 < firsts.count("control") < 240  # a fair draw, about half each
+    assert firsts == [first_arm(7, 3, "fixture", b) for b in range(400)]  # registered: fixed
+    assert firsts != [first_arm(8, 3, "fixture", b) for b in range(400)]  # the seed draws them
+    for b in range(50):
+        order = []
+        for unit in (2 * b, 2 * b + 1):
+            pos = {arm: position(7, 3, "fixture", unit, arm) for arm in ("control", "candidate")}
+            assert sorted(pos.values()) == [0, 1]  # one arm first, the other second
+            order += sorted(pos, key=pos.get)
+        assert order[0] == firsts[b] and order[0] == order[3] and order[1] == order[2]

@@ -3,35 +3,16 @@ machine, each with its load generator on its own core, both sessions of a pair a
 windows started together, the cores swapped between pairs, and the folder audited."""
 
 import pytest
-import yaml
 
 from knee.core import jsonio
-from tests.helpers import ROOT, engine_processes, logs, reduced_config, run_snakemake
+from tests.helpers import run_two_pairs_on_two_cores
 
 
 @pytest.mark.engine
 def test_two_engines_measure_each_pair_at_once_on_swapped_cores(tmp_path, default_config,
                                                                  results_dir, engine_python):
-    default_config["protocol"]["order"] = "simultaneous"
-    default_config["runtime"].pop("engine_cpus", None)
-    default_config["runtime"]["arm_cpus"] = [[0], [1]]
-    path = reduced_config(tmp_path, default_config, "it-simultaneous")
-    cfg = yaml.safe_load(path.read_text())
-    cfg["protocol"]["pairs"] = 2
-    for name in ("depth", "probe"):  # the sweep and the fixture are the bar's
-        del cfg["instruments"][name]
-    path.write_text(yaml.safe_dump(cfg))
-    root = ROOT / "results" / cfg["name"]
-    results_dir.append(root)
-    r = run_snakemake("--configfile", path, cores=2, timeout=1800)
-    assert r.returncode == 0, r.stderr[-3000:] + logs(root)
-    assert not engine_processes(ROOT)
-    boots = {f"{p}-{a}": jsonio.read(root / "receipts" / f"{p}-{a}-boot.json", "boot")
-             for p in (1, 2) for a in ("control", "candidate")}
-    # each engine and its load generator on the arm's core, the cores swapped in pair 2
-    assert {sid: (b["cpus"]["engine"], b["cpus"]["client"]) for sid, b in boots.items()} == {
-        "1-control": ([0], [0]), "1-candidate": ([1], [1]),
-        "2-control": ([1], [1]), "2-candidate": ([0], [0])}
+    root, _ = run_two_pairs_on_two_cores(tmp_path, default_config, results_dir,
+                                         "simultaneous")
     # both arms of a pair booted at once: each boot began before its partner's stop
     for p in (1, 2):
         stops = [jsonio.read(root / "receipts" / f"{p}-{a}-stop.json", "stop")

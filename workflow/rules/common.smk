@@ -49,8 +49,9 @@ except KneeError as e:
 logger.info(knee_summary.describe(PLAN))
 
 SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
-# simultaneous order: a job measures both sessions of a pair at once (rule session_pair)
-SIMULTANEOUS = knee_together.is_simultaneous(PLAN["protocol"])
+# simultaneous or interleaved order: a job measures both sessions of a pair at once (rule
+# session_pair)
+TOGETHER = knee_together.is_together(PLAN["protocol"])
 INSTRUMENTS = instrument_names(PLAN)
 # every figure a registered instrument draws (knee.instruments.spec.Figure)
 FIGURES = [f.name for f in knee_instruments.figures()]

@@ -1,4 +1,4 @@
-if not SIMULTANEOUS:
+if not TOGETHER:
 
     rule session:
         """One engine session: boot -> (scrape, instrument, scrape) x N -> stop. The unit of failure."""
@@ -29,8 +29,9 @@ if not SIMULTANEOUS:
 else:
 
     rule session_pair:
-        """Simultaneous order: both sessions of a pair, booted at once on their own GPU and CPU
-        sets, every window started at the same moment (knee pair). The unit of failure."""
+        """Simultaneous or interleaved order: both sessions of a pair, their engines up at once
+        on their own CPU sets, every window started at the same moment (knee pair), and in
+        interleaved order the arms' traffic taking turns. The unit of failure."""
         input:
             plan=ancient(at(knee_layout.PLAN)),
             engine=ancient(get_engine_input),

@@ -227,6 +227,7 @@ class Comparison(Stamped, total=False):
     sampling_pooled: list[Section]
     sampling_rejudged: list[Section]
     simultaneous: Section
+    interleaved: Section
 
 
 class RuleVerdict(TypedDict, total=False):

@@ -22,7 +22,7 @@ import struct
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import orjson
@@ -356,6 +356,14 @@ def length_error(rec: Record, sampling: dict) -> str | None:
     return None
 
 
+class Turn(Protocol):
+    """Taking turns with another load generator (knee.measure.together.Turns)."""
+
+    def take(self, label: str) -> float: ...
+
+    def release(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Hold:
     """A window held for a time: keep `concurrency` requests in flight, taking the prompts in
@@ -369,10 +377,12 @@ class Hold:
 async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
                       concurrency: int, timeout_s: float, warmup: bool = False,
                       api: str = "completions", done: list | None = None,
-                      hold: Hold | None = None) -> dict:
+                      hold: Hold | None = None, turn: Turn | None = None) -> dict:
     """Send every prompt (or, held, as many as `hold` says) with `concurrency` requests in
     flight; return records and wall time. Each finished request's record is appended to `done`
-    (a list the caller may watch)."""
+    (a list the caller may watch). `turn` (one request in flight only): each request waits for
+    its turn and ends it once done; the clock stands still while the loop waits, so its
+    times and wall time are this loop's own (the seconds waited: turn_wait_s)."""
     target = urlsplit(base_url + ENDPOINTS[api])
     requests = [request_bytes(target, request_body(api, model, p, sampling, i))
                 for i, p in enumerate(prompts)]
@@ -382,6 +392,9 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
     queue = list(range(len(prompts)))[::-1]
     records: list[Record] = [] if done is None else done
     t0 = time.perf_counter()
+    waited = 0.0
+    if turn is not None and concurrency != 1:
+        raise ValueError("a loop takes turns request by request only with one in flight")
 
     def more() -> bool:
         if not queue:
@@ -390,10 +403,16 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
         return hold is None or sent < hold.floor or time.perf_counter() - t0 < hold.min_s
 
     async def worker() -> None:
+        nonlocal t0, waited
         conn: _Stream | None = None
         try:
             while more():
                 i = queue.pop()
+                if turn is not None:  # the clock's origin moves on by the seconds waited
+                    w = await asyncio.to_thread(turn.take, f"request {i}")
+                    t0, waited = t0 + w, waited + w
+                    if conn is not None:
+                        conn.t0 = t0
                 rec = Record(index=i, warmup=warmup, t_send=time.perf_counter() - t0)
                 try:
                     if conn is None or conn.lost or not conn.keep:
@@ -412,6 +431,8 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
                         output_digest(rec)
                 finally:
                     rec.t_done = time.perf_counter() - t0
+                    if turn is not None:
+                        turn.release()
                 records.append(rec)
         finally:  # also when cancelled: no socket or reader is left behind
             if conn is not None:
@@ -424,6 +445,8 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
     # the share of the window (first send to last done) at its concurrency: the ramp and the
     # drain ran a smaller batch
     out["concurrency_held_share"] = held_share(out["records"], concurrency)
+    if turn is not None:
+        out["turn_wait_s"] = round(waited, 6)
     if hold is not None:
         out["hold"] = {"min_s": hold.min_s, "floor": hold.floor, "planned": len(prompts),
                        "sent": len(records), "reached": wall >= hold.min_s}
@@ -432,12 +455,12 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
 
 def run(base_url: str, model: str, prompts: list, sampling: dict, concurrency: int,
         timeout_s: float, warmup: bool = False, api: str = "completions",
-        done: list | None = None, hold: Hold | None = None) -> dict:
+        done: list | None = None, hold: Hold | None = None, turn: Turn | None = None) -> dict:
     """One closed loop, with the cyclic garbage collector off while it runs: a collection
     of the whole heap stalls the loop for milliseconds, and every stream then reads several
     chunks at once. What it would have collected waits for the next collection after the run."""
     coro = closed_loop(base_url, model, prompts, sampling, concurrency, timeout_s, warmup, api,
-                       done, hold)
+                       done, hold, turn)
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -45,8 +45,7 @@ from knee.measure.runtime import docker, endpoint, external, process
 from knee.measure.runtime.process import Engine, split_cpus
 from knee.measure.runtime.target import Target
 from knee.plan import arms, engineflags, runtimes, secrets
-
-MEET_SLACK_S = 3600  # beyond the boot timeout, how long a session waits for its partner
+from knee.plan import together as ptogether
 
 
 def _raise_on_signal(signum, _frame):
@@ -91,6 +90,11 @@ class Session:
         self.cache_root = Path(self.rt["cache_dir"]).resolve()
 
     @property
+    def interleaved(self) -> bool:
+        return "together" in self.info and \
+            self.plan["protocol"]["order"] == ptogether.INTERLEAVED
+
+    @property
     def as_run(self) -> Plan:
         """The plan with this session's runtime section (simultaneous order: its set)."""
         return cast(Plan, {**self.plan, "runtime": self.rt})
@@ -119,6 +123,8 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     else:
         check_same_engine(s, python, engine_facts)
         preboot.check_calibrated(s.plan, engine_facts)
+        if s.interleaved:  # set 2 boots once set 1 has: what it finds in the cache is after
+            together.boot_turn(s.root, s.info, s.rt["boot_timeout_s"] + together.MEET_SLACK_S)
         arm_key, expected, snap_before = expect_cache(s, model, engine_facts)
     prepare_folders(s)
     engine_cpus, client_cpus = split_cpus(s.rt.get("engine_cpus"))
@@ -135,21 +141,16 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         boot(s, engine, {**launch, "cpus": {"engine": engine_cpus, "client": client_cpus},
                          "model": model, "engine": engine_facts, "scheduler": where},
              arm_key, expected, snap_before)
+        if s.interleaved:
+            together.booted(s.root, s.info)
         for name in instrument_names(s.plan):
             measure(engine, s.as_run, name, sid, s.staging / layout.raw_dir(sid), model,
-                    client_cpus, engine_cpus, meet=meeting(s, name))
+                    client_cpus, engine_cpus, *together.window_pairing(
+                        s.root, s.info, s.plan["protocol"], s.rt["boot_timeout_s"], name))
         ok = True
     finally:
         stop(s, engine, ok)
     publish(s.staging, root)
-
-
-def meeting(s: Session, window: str) -> Callable[[], dict] | None:
-    """Simultaneous order: meeting the partner session before the window starts."""
-    if "together" not in s.info:
-        return None
-    timeout = s.rt["boot_timeout_s"] + MEET_SLACK_S  # it may still boot, or measure
-    return lambda: together.meet(s.root, s.info, window, timeout)
 
 
 def model_facts(model: dict) -> dict:
@@ -321,13 +322,15 @@ def check_flags(s: Session, engine_facts: dict) -> None:
 
 def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: dict,
             client_cpus: list[int] | None = None, engine_cpus: list[int] | None = None,
-            meet: Callable[[], dict] | None = None) -> None:
+            meet: Callable[[], dict] | None = None,
+            turns: together.Turns | None = None) -> None:
     """One instrument window: scrape, traffic, scrape (`meet`: waits for the simultaneous
-    partner, just before the traffic). The analysis is a later, offline stage."""
+    partner, just before the traffic; `turns`: interleaved order, the traffic takes turns with
+    the partner's). The analysis is a later, offline stage."""
     spec, shared = instruments.get(name), plan["instruments"]
     target = Target(engine, model, shared["seed"], shared["request_timeout_s"],
                     spec.api or shared["api"], sid, shared.get("sampling"),
-                    bool(shared.get("stop_at_eos")))
+                    bool(shared.get("stop_at_eos")), turns=turns)
     before = first_scrape(engine, f"{name} window")
     proc = getattr(engine, "proc", None)
     pgid = proc.pid if proc else None
@@ -340,7 +343,8 @@ def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: d
         result = spec.run(target, plan["instruments"][name])
         ended = time.monotonic()
         if met:  # the window's own span, on the clock both sessions share
-            met = {**met, "began": round(began, 6), "ended": round(time.time(), 6)}
+            met = {**met, "began": round(began, 6), "ended": round(time.time(), 6),
+                   **({"turns": turns.log} if turns else {})}
         host_after, group_after = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
     took = ended - started
     for point, span in target.spans:  # each run's own span: the covariate of its figures

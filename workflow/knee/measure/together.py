@@ -6,10 +6,13 @@ moment.
 
 The meeting is two files in the folder's .run/together/PAIR/: each session writes when it is
 ready for a window and waits for its partner's; both then start at the later of the two times
-plus a short lead, a moment each computes alike from the same two files."""
+plus a short lead, a moment each computes alike from the same two files. In interleaved order
+the session of set 2 boots after set 1's (boot_turn), and inside a window the sessions' traffic
+takes turns (Turns), each turn's end a file of the same folder."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -23,10 +26,13 @@ from typing import Any
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Plan
+from knee.plan import together as ptogether
 
 LEAD_S = 0.25  # from the later session's ready to the start: both are sleeping by then
 POLL_S = 0.01
+TURN_POLL_S = 0.001  # a turn's handoff: the idle session polls on its own CPUs
 AHEAD_S = 5.0  # how far ahead of this host's clock a partner's ready time may lie
+MEET_SLACK_S = 3600  # beyond the boot timeout, how long a session waits for its partner
 STOP_WAIT_S = 180  # a session told to stop stops its engine first
 
 
@@ -37,6 +43,19 @@ def placed(rt: Mapping[str, Any], info: Mapping[str, Any]) -> dict:
         return dict(rt)
     return {**rt, "engine_cpus": list(info["cpus"]),
             **({"gpus": list(info["gpus"])} if "gpus" in info else {})}
+
+
+def window_pairing(root: Path, info: Mapping[str, Any], protocol: Mapping[str, Any],
+                   boot_timeout_s: float, window: str) -> tuple[Any, Turns | None]:
+    """Both arms at once: meeting the partner before the window starts (simultaneous and
+    interleaved order) and the window's turns (interleaved); (None, None) in any other order.
+    The partner may still boot, or measure: it is waited for beyond the boot timeout."""
+    if "together" not in info:
+        return None, None
+    timeout = boot_timeout_s + MEET_SLACK_S
+    turns = Turns(root, info, window, protocol["seed"], timeout) \
+        if protocol["order"] == ptogether.INTERLEAVED else None
+    return functools.partial(meet, root, info, window, timeout), turns
 
 
 def meeting_dir(root: Path, pair: int) -> Path:
@@ -158,3 +177,80 @@ def set_aside(root: Path, sid: str) -> None:
             target = dest / src.relative_to(root)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(src, target)
+
+
+class Turns:
+    """Interleaved order: one window's traffic taking turns with the partner session's. Both
+    sessions send the same units (one request at concurrency 1, one closed loop otherwise) in
+    the same order; unit k of block k // 2 goes first to the block's first arm where k is even,
+    to the other where k is odd (ABBA). Step 2k + (0 or 1) is written to the meeting folder
+    when it ends; a session waits for the step before its own, unless that step was its own."""
+
+    def __init__(self, root: Path, info: Mapping[str, Any], window: str, seed: int,
+                 timeout_s: float):
+        self.where, self.info, self.window = meeting_dir(root, info["pair"]), info, window
+        self.seed, self.timeout_s = seed, timeout_s
+        self.unit, self.step, self.began = 0, -1, 0.0
+        self.log: list[list] = []  # per unit: [unit, 0 or 1 (went first or second), began, ended]
+
+    def position(self, unit: int) -> int:
+        return ptogether.position(self.seed, self.info["pair"], self.window, unit,
+                                  self.info["arm"])
+
+    def take(self, label: str) -> float:
+        """Wait for this session's turn at the next unit (`label`: what it sends, the same in
+        both sessions); the seconds waited."""
+        pos = self.position(self.unit)
+        self.step = 2 * self.unit + pos
+        waited = 0.0
+        mine_before = pos == 0 and self.unit > 0 and self.position(self.unit - 1) == 1
+        if self.step > 0 and not mine_before:
+            waited = self.wait(self.step - 1, label if pos == 1 else None)
+        self.label, self.began = label, time.time()
+        return waited
+
+    def release(self) -> None:
+        """This session's turn at the unit has ended: the partner may take the next step."""
+        ended = time.time()
+        jsonio.atomic_write_text(self.where / f"{self.window}.step.{self.step}",
+                                 f"{self.unit} {self.label}\n")
+        self.log.append([self.unit, self.step % 2, round(self.began, 6), round(ended, 6)])
+        self.unit += 1
+
+    def wait(self, step: int, same: str | None) -> float:
+        """Until the partner has ended `step`; where it was the same unit as this session's
+        (`same`: this session's label of it), the partner must have sent the same."""
+        path, started = self.where / f"{self.window}.step.{step}", time.monotonic()
+        deadline = started + self.timeout_s
+        while not path.is_file():
+            if time.monotonic() > deadline:
+                raise KneeError(f"session {self.info['id']}: its partner {self.info['together']} "
+                                f"did not end its turn {step} of the {self.window} window "
+                                f"within {self.timeout_s:.0f} s")
+            time.sleep(TURN_POLL_S)
+        theirs = jsonio.read_text(path, 256).strip()
+        if same is not None and theirs != f"{self.unit} {same}":
+            raise KneeError(f"session {self.info['id']}: in the {self.window} window its "
+                            f"partner {self.info['together']} sent {theirs!r} where this session "
+                            f"sends '{self.unit} {same}': interleaved arms must send the same "
+                            "units in the same order")
+        return time.monotonic() - started
+
+
+def boot_turn(root: Path, info: Mapping[str, Any], timeout_s: float) -> None:
+    """Interleaved order: the session of set 2 boots once its partner (set 1) has booted and
+    checked its engine, so that the engines' memory profiling and compile never overlap."""
+    if info["set"] == 1:
+        return
+    path, deadline = meeting_dir(root, info["pair"]) / f"booted.{info['together']}", \
+        time.monotonic() + timeout_s
+    while not path.is_file():
+        if time.monotonic() > deadline:
+            raise KneeError(f"session {info['id']}: its partner {info['together']} had not "
+                            f"booted within {timeout_s:.0f} s")
+        time.sleep(POLL_S * 10)
+
+
+def booted(root: Path, info: Mapping[str, Any]) -> None:
+    jsonio.atomic_write_text(meeting_dir(root, info["pair"]) / f"booted.{info['id']}",
+                             f"{time.time():.6f}\n")

@@ -257,8 +257,8 @@ def plan_of(config: dict, source: str, prediction: dict | None = None,
     (knee.plan.adjust)."""
     protocol = config["protocol"]
     pairs = stopping.bounds(protocol["pairs"])[1]
-    planned = together.sessions(pairs, config["runtime"]) \
-        if together.is_simultaneous(protocol) else \
+    planned = together.sessions(pairs, config["runtime"], protocol["order"]) \
+        if together.is_together(protocol) else \
         sessions(pair_orders(pairs, protocol["order"], protocol["seed"]))
     plan: dict[str, Any] = {  # a Plan once its bar's sha256 is in
         "name": config["name"],

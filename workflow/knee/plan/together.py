@@ -1,15 +1,23 @@
-"""Simultaneous order (`protocol.order: simultaneous`): each pair boots its control and its
-candidate at the same time, on disjoint sets of GPUs and CPUs, and starts every window of the
-two arms at the same moment, so that both arms see the same seconds of the host's drift.
+"""Both arms of a pair at once. Simultaneous order (`protocol.order: simultaneous`): each pair
+boots its control and its candidate at the same time, on disjoint sets of GPUs and CPUs, and
+starts every window of the two arms at the same moment, so that both arms see the same seconds
+of the host's drift. Interleaved order (`protocol.order: interleaved`): both engines of a pair
+are up at once on the same GPUs (each on its own CPU set), and the arms take turns, in ABBA
+blocks whose first arm is drawn per block from protocol.seed (knee.measure.together.first_arm),
+so that the host's drift between boots is common to both arms while neither arm's traffic ever
+shares the GPU with the other's.
 
 The two sets are `runtime.arm_cpus` (two lists: each arm's engine and its load generator are
 pinned together to one) and, for an engine on GPUs, `runtime.gpus` cut in two halves. The sets
 swap between pairs (crossover: pair 1 gives the control set 1, pair 2 gives it set 2, ...), so
 that a difference between the sets cancels over an even number of pairs and can be measured.
+In interleaved order both engines span all of `runtime.gpus`, so their memory shares
+(server.args.gpu-memory-utilization) must fit the GPUs together (`check_fit`).
 The plan names each session's set, partner, GPUs and CPUs; nothing here reads the host."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -19,11 +27,36 @@ from knee.plan import runtimes
 from knee.plan.arms import ARMS
 
 SIMULTANEOUS = "simultaneous"
+INTERLEAVED = "interleaved"
+# what both engines of an interleaved pair may claim of each GPU together: the rest is each
+# process's CUDA context and what vLLM allocates outside its share
+GPU_SHARE_MAX = 0.95
+VLLM_GPU_SHARE = 0.9  # vLLM's default gpu-memory-utilization
 PARALLEL = ("tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size")
 
 
 def is_simultaneous(protocol: Mapping[str, Any]) -> bool:
     return protocol.get("order") == SIMULTANEOUS
+
+
+def is_together(protocol: Mapping[str, Any]) -> bool:
+    """Both arms of a pair up at once: simultaneous or interleaved order."""
+    return protocol.get("order") in (SIMULTANEOUS, INTERLEAVED)
+
+
+def first_arm(seed: int, pair: int, window: str, block: int) -> str:
+    """Interleaved order: which arm takes the first turn of a block (ABBA: the other arm takes
+    the block's second and third turns, this one its fourth), drawn from protocol.seed, the
+    pair, the window and the block, so the plan registers every draw before the first boot."""
+    digest = hashlib.sha256(f"{seed}/{pair}/{window}/{block}".encode()).digest()
+    return ARMS[digest[0] & 1]
+
+
+def position(seed: int, pair: int, window: str, unit: int, arm: str) -> int:
+    """Interleaved order: 0 where `arm` takes the first turn at a window's unit, else 1. Unit
+    k belongs to block k // 2; the block's first arm goes first at its even unit, second at
+    its odd one."""
+    return int((first_arm(seed, pair, window, unit // 2) == arm) == (unit % 2 == 1))
 
 
 def gpu_sets(rt: Mapping[str, Any]) -> list[list[int]] | None:
@@ -36,10 +69,12 @@ def gpu_sets(rt: Mapping[str, Any]) -> list[list[int]] | None:
     return [list(gpus[:half]), list(gpus[half:])]
 
 
-def sessions(pairs: int, rt: Mapping[str, Any]) -> list[dict]:
+def sessions(pairs: int, rt: Mapping[str, Any], order: str = SIMULTANEOUS) -> list[dict]:
     """Both sessions of every pair, each with its partner (`together`), its set (1 or 2), its
-    CPUs and (on GPUs) its GPUs; a session boots after its arm's session of the pair before."""
-    gpus, cpus, out = gpu_sets(rt), rt["arm_cpus"], []
+    CPUs and (simultaneous order, on GPUs) its half of the GPUs; a session boots after its
+    arm's session of the pair before."""
+    gpus = gpu_sets(rt) if order == SIMULTANEOUS else None
+    cpus, out = rt["arm_cpus"], []
     for pair in range(1, pairs + 1):
         for arm in ARMS:
             k = (pair - 1 + (arm == "candidate")) % 2
@@ -69,34 +104,62 @@ def check_named_once(gpus: list[int], source: str) -> None:
 
 
 def check(config: Mapping[str, Any], arms: Mapping[str, Any], source: str) -> None:
-    """A simultaneous config fits the host twice: a runtime knee boots, two disjoint CPU sets
-    (runtime.arm_cpus, in place of runtime.engine_cpus) and, on GPUs, twice the GPUs one
-    engine spans, each arm's half spanned exactly."""
-    if not is_simultaneous(config["protocol"]):
+    """A simultaneous or interleaved config fits the host twice: a runtime knee boots, two
+    disjoint CPU sets (runtime.arm_cpus, in place of runtime.engine_cpus) and, on GPUs, twice
+    the GPUs one engine spans, each arm's half spanned exactly (simultaneous), or both engines'
+    memory shares on the same GPUs (interleaved)."""
+    order = config["protocol"].get("order")
+    if not is_together(config["protocol"]):
         return
     rt = config["runtime"]
     runtime = runtimes.of(config)
     if not runtime.boots:
-        raise KneeError(f"{source}: protocol.order: simultaneous boots both arms at once, and "
+        raise KneeError(f"{source}: protocol.order: {order} boots both arms at once, and "
                         f"runtime.kind {runtime.kind!r} boots nothing: run the servers in "
                         "sequential order, or let knee boot them (process or docker)")
     if rt.get("engine_cpus"):
-        raise KneeError(f"{source}: runtime.engine_cpus: {rt['engine_cpus']!r}: in simultaneous "
+        raise KneeError(f"{source}: runtime.engine_cpus: {rt['engine_cpus']!r}: in {order} "
                         "order each arm has a CPU set of its own for its engine and its load "
                         "generator: name the two in runtime.arm_cpus instead")
     sets = rt.get("arm_cpus")
     if not sets:
-        raise KneeError(f"{source}: runtime.arm_cpus: missing: simultaneous order pins each "
+        raise KneeError(f"{source}: runtime.arm_cpus: missing: {order} order pins each "
                         "arm's engine and load generator to a CPU set of its own, e.g. "
                         "arm_cpus: [[0, 1, 2, 3], [4, 5, 6, 7]]")
     if both := sorted(set(sets[0]) & set(sets[1])):
         raise KneeError(f"{source}: runtime.arm_cpus: {sets!r}: CPU {both[0]} is in both sets: "
-                        "the two arms run at the same time and need CPUs of their own")
+                        "both arms' engines are up at the same time and need CPUs of their own")
     if len(sets[0]) != len(sets[1]):
         raise KneeError(f"{source}: runtime.arm_cpus: {sets!r}: the sets have {len(sets[0])} "
                         f"and {len(sets[1])} CPUs: the arms swap sets between pairs, so they "
                         "must be the same size")
-    check_gpus(rt, arms, source)
+    if order == SIMULTANEOUS:
+        check_gpus(rt, arms, source)
+    elif runtime.gpu_ids and rt.get("gpus"):
+        check_fit(arms, source)
+
+
+def check_fit(arms: Mapping[str, Any], source: str) -> None:
+    """Interleaved order keeps both engines on the same GPUs: the two arms' memory shares
+    (gpu-memory-utilization, vLLM's default where unset) sum to at most GPU_SHARE_MAX."""
+    shares, said = {}, []
+    for arm, server in arms.items():
+        given = "gpu-memory-utilization" in server.get("args", {})
+        v = server.get("args", {}).get("gpu-memory-utilization", VLLM_GPU_SHARE)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
+            raise KneeError(f"{source}: arms.{arm}: args.gpu-memory-utilization: {v!r} is not "
+                            "a share of each GPU's memory (above 0, at most 1)")
+        shares[arm] = float(v)
+        said.append(f"{v:g} ({arm}{'' if given else ', vLLM default'})")
+    total = sum(shares.values())
+    if total > GPU_SHARE_MAX + 1e-9:
+        raise KneeError(
+            f"{source}: protocol.order: interleaved keeps both arms' engines on the same GPUs "
+            "at once, and their server.args.gpu-memory-utilization claim "
+            f"{' + '.join(said)} = {total:g} of each GPU's memory, more than "
+            f"{GPU_SHARE_MAX:g} (the rest is each process's CUDA context): set "
+            f"gpu-memory-utilization to at most {GPU_SHARE_MAX / 2:g} in server.args (both "
+            "arms)")
 
 
 def check_gpus(rt: Mapping[str, Any], arms: Mapping[str, Any], source: str) -> None:

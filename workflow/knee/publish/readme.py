@@ -16,7 +16,7 @@ from knee.core.records import Plan
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.summary import order_name
-from knee.publish import firstscreen, mdtext
+from knee.publish import firstscreen, mdtext, together
 from knee.publish.numbers import ci, fmt, level, pctf
 from knee.publish.templating import templates
 
@@ -149,6 +149,7 @@ def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: d
     out += split_caveats(bar)
     if comparison.get("simultaneous") and runtime.compile_cache:
         out.append(SHARED_CACHE)
+    out += together.turn_caveats(comparison.get("interleaved"))
     return out
 
 
@@ -258,22 +259,6 @@ def protocol_words(plan: Plan, bar: Mapping[str, Any]) -> str:
             "(protocol/realized.json)")
 
 
-def pair_sets(plan: Plan, comparison: Mapping[str, Any]) -> list[dict]:
-    """Simultaneous order, per pair: each arm's CPUs and GPUs, and how closely the two arms'
-    windows ran together (the largest skew, the smallest overlap); [] in any other order."""
-    windows = (comparison.get("simultaneous") or {}).get("windows")
-    if windows is None:
-        return []
-    rows = []
-    for pair in sorted({s["pair"] for s in plan["protocol"]["sessions"]}):
-        arms = {s["arm"]: s for s in plan["protocol"]["sessions"] if s["pair"] == pair}
-        mine = [w for w in windows if w["pair"] == pair]
-        rows.append({"pair": pair, "arms": arms,
-                     "skew_s": max((w["skew_s"] for w in mine), default=None),
-                     "overlap": min((w["overlap"] for w in mine), default=None)})
-    return [r for r in rows if r["skew_s"] is not None]
-
-
 def sampling_words(plan: Plan) -> str:
     """How every request of every window sampled (knee.core.prompts.sampling_params)."""
     sampling = plan["instruments"].get("sampling")
@@ -376,4 +361,4 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
         shared_key=shared_key(caches or {}), recommendation=recommendation,
         predicted=predicted(plan, comparison, prediction) if prediction else None,
         adjusted=design.realized(plan, bar), speed_method=covariate.SPEED_OF_FIGURE,
-        hosts=hosts(boots), pair_sets=pair_sets(plan, comparison)))
+        hosts=hosts(boots), pair_sets=together.pair_sets(plan, comparison)))

@@ -30,6 +30,8 @@ class Target:
     # each recorded point with the monotonic span of the closed loop it recorded (the session
     # adds the host's speed over that span to the point)
     spans: list = field(default_factory=list)
+    # interleaved order: this window's turns with the partner session (knee.measure.together)
+    turns: client.Turn | None = None
     _last: tuple[float, float] | None = None
 
     def sampling_params(self, output_tokens: int) -> dict:
@@ -44,11 +46,22 @@ class Target:
         concurrency that long, from the prompts in order (client.Hold)."""
         done: list = []
         label = f"{self.sid} {'warm-up' if warmup else f'c={concurrency}'}".strip()
+        # interleaved: a request a turn in a loop of one stream, else the whole loop a turn
+        by_request = self.turns is not None and concurrency == 1 and hold is None
+        whole = None if self.turns is None or by_request else self.turns
+        if whole:
+            whole.take(f"{'warm-up' if warmup else 'loop'} c={concurrency} n={len(prompt_set)}")
         started = time.monotonic()
-        with progress.Bar(label, len(prompt_set), done):
-            result = client.run(self.engine.base_url, self.model["name"], prompt_set, sampling,
-                                concurrency, self.timeout_s, warmup=warmup, api=self.api,
-                                done=done, hold=client.Hold(*hold) if hold else None)
+        try:
+            with progress.Bar(label, len(prompt_set), done):
+                result = client.run(self.engine.base_url, self.model["name"], prompt_set,
+                                    sampling, concurrency, self.timeout_s, warmup=warmup,
+                                    api=self.api, done=done,
+                                    hold=client.Hold(*hold) if hold else None,
+                                    turn=self.turns if by_request else None)
+        finally:
+            if whole:
+                whole.release()
         self._last = (started, time.monotonic())
         return result
 
