@@ -5,9 +5,13 @@
 For every folder (an A/A: both arms the same) and every bar rule, prints the design (its
 protocol order), the pairs, the between-pair CV (the standard deviation over pairs of each
 pair's effect, in %: the noise a pair's difference carries, all of it noise in an A/A) and the
-rule's MDE at that many pairs, from the folder's own comparison/bar.json. Sequential and
-simultaneous order measured on one host compare here (issue: a simultaneous design's
-between-pair CV under 0.5 % on every bar figure). Reads the folders only; boots nothing.
+rule's MDE at that many pairs, from the folder's own comparison/bar.json. Beside it, one
+boot's CV (the spread of each boot's figure around its arm's mean over the pairs) and √2 times
+it: the spread the pairs' effects would have if the two arms of a pair shared none of each
+other's noise, as in a sequential order whose boots are minutes apart. A design that measures
+both arms in the same minutes (simultaneous, interleaved) helps where its CV lies under that.
+Sequential and both-arms-at-once orders measured on one host compare here. Reads the folders
+only; boots nothing.
 """
 
 import argparse
@@ -27,6 +31,20 @@ def between_pair_cv(rule: dict) -> float | None:
     return statistics.stdev(deltas) if len(deltas) > 1 else None
 
 
+def boot_cv(rule: dict) -> float | None:
+    """The pooled SD (%, of the log) of each boot's figure around its arm's mean over the
+    pairs; None under two pairs."""
+    pairs = [p for p in rule.get("per_pair", []) if p.get("control") and p.get("candidate")]
+    if len(pairs) < 2:
+        return None
+    spread = []
+    for arm in ("control", "candidate"):
+        logs = [math.log(p[arm]) for p in pairs]
+        mean = statistics.fmean(logs)
+        spread += [(x - mean) ** 2 for x in logs]
+    return 100 * math.sqrt(sum(spread) / (2 * (len(pairs) - 1)))
+
+
 def rows(root: Path) -> list[dict]:
     plan = jsonio.read(root / layout.PLAN, "plan")
     bar = jsonio.read(root / layout.BAR, "bar")
@@ -34,7 +52,7 @@ def rows(root: Path) -> list[dict]:
     design = order if isinstance(order, str) else "fixed " + "-".join(order)
     return [{"folder": root.name, "design": design, "rule": r["rule"],
              "pairs": len(r.get("per_pair", [])), "cv": between_pair_cv(r),
-             "mde": r.get("mde_pct")} for r in bar["rules"]]
+             "boot_cv": boot_cv(r), "mde": r.get("mde_pct")} for r in bar["rules"]]
 
 
 def main() -> int:
@@ -45,12 +63,14 @@ def main() -> int:
                                                             "calib-h200-35b")])
     a = ap.parse_args()
     out = [r for root in a.results for r in rows(root)]
-    print(f"{'folder':24} {'design':16} {'rule':24} {'pairs':>5} {'CV %':>6} {'MDE %':>6}")
+    print(f"{'folder':26} {'design':16} {'rule':24} {'pairs':>5} {'CV %':>6} {'boot %':>6} "
+          f"{'√2 boot':>7} {'MDE %':>6}")
     for r in out:
-        cv = "–" if r["cv"] is None else f"{r['cv']:.2f}"
+        cv, boot = (("–" if v is None else f"{v:.2f}") for v in (r["cv"], r["boot_cv"]))
+        apart = "–" if r["boot_cv"] is None else f"{math.sqrt(2) * r['boot_cv']:.2f}"
         mde = "–" if r["mde"] is None or math.isnan(r["mde"]) else f"{r['mde']:.2f}"
-        print(f"{r['folder']:24} {r['design']:16} {r['rule']:24} {r['pairs']:>5} {cv:>6} "
-              f"{mde:>6}")
+        print(f"{r['folder']:26} {r['design']:16} {r['rule']:24} {r['pairs']:>5} {cv:>6} "
+              f"{boot:>6} {apart:>7} {mde:>6}")
     return 0
 
 

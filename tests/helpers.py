@@ -51,15 +51,19 @@ def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> 
 
 
 def run_two_pairs_on_two_cores(tmp_path: Path, default_config: dict, results_dir: list,
-                               order: str) -> tuple[Path, dict]:
+                               order: str, sets: bool = True) -> tuple[Path, dict]:
     """Two pairs of the default experiment in a both-arms-at-once order on the real engine,
-    one core a set, the sweep and the fixture only: the folder and its config, each engine and
-    its load generator checked on the arm's core, the cores swapped in pair 2."""
+    the sweep and the fixture only: the folder and its config. With `sets`, one core a set:
+    each engine and its load generator checked on the arm's core, the cores swapped in pair 2;
+    without, every engine on core 0 and every load generator on core 1."""
     from knee.core import jsonio
 
     default_config["protocol"]["order"] = order
-    default_config["runtime"].pop("engine_cpus", None)
-    default_config["runtime"]["arm_cpus"] = [[0], [1]]
+    if sets:
+        default_config["runtime"].pop("engine_cpus", None)
+        default_config["runtime"]["arm_cpus"] = [[0], [1]]
+    else:
+        default_config["runtime"]["engine_cpus"] = [0]
     path = reduced_config(tmp_path, default_config, f"it-{order}")
     cfg = yaml.safe_load(path.read_text())
     cfg["protocol"]["pairs"] = 2
@@ -73,9 +77,10 @@ def run_two_pairs_on_two_cores(tmp_path: Path, default_config: dict, results_dir
     assert not engine_processes(ROOT)
     boots = {f"{p}-{a}": jsonio.read(root / "receipts" / f"{p}-{a}-boot.json", "boot")
              for p in (1, 2) for a in ("control", "candidate")}
-    assert {sid: (b["cpus"]["engine"], b["cpus"]["client"]) for sid, b in boots.items()} == {
-        "1-control": ([0], [0]), "1-candidate": ([1], [1]),
-        "2-control": ([1], [1]), "2-candidate": ([0], [0])}
+    placed = {sid: (b["cpus"]["engine"], b["cpus"]["client"]) for sid, b in boots.items()}
+    assert placed == ({"1-control": ([0], [0]), "1-candidate": ([1], [1]),
+                       "2-control": ([1], [1]), "2-candidate": ([0], [0])} if sets else
+                      dict.fromkeys(boots, ([0], [1])))
     return root, cfg
 
 

@@ -25,3 +25,19 @@ def test_each_rule_gets_the_spread_of_its_pairs_effects_and_its_mde():
 
 def test_one_pair_has_no_spread():
     assert designs.between_pair_cv({"per_pair": [{"delta_pct": 1.0}]}) is None
+
+
+def test_one_boots_spread_is_taken_around_each_arms_own_mean():
+    import math
+
+    rule = {"per_pair": [{"control": 100.0, "candidate": 200.0},
+                         {"control": 110.0, "candidate": 220.0},
+                         {"control": 90.0, "candidate": 180.0}]}
+    # the arms differ by 2x and it is not spread: each arm's boots spread alike
+    want = statistics.stdev([math.log(v) for v in (100.0, 110.0, 90.0)])
+    assert math.isclose(designs.boot_cv(rule), 100 * want)
+    assert designs.boot_cv({"per_pair": rule["per_pair"][:1]}) is None
+    got = designs.rows(ROOT / "results" / "qwen-aa-interleaved-h100")
+    single = next(r for r in got if r["rule"] == "single-stream parity")
+    # interleaved on a CPU set per arm: the pairs' effects spread as if the arms shared nothing
+    assert single["design"] == "interleaved" and single["cv"] > math.sqrt(2) * single["boot_cv"]

@@ -134,13 +134,6 @@ def test_engines_that_do_not_fit_the_gpus_twice_are_refused_with_the_arithmetic(
         plan_of(interleaved(share=share))
 
 
-def test_interleaved_order_needs_two_cpu_sets():
-    cfg = interleaved()
-    del cfg["runtime"]["arm_cpus"]
-    with pytest.raises(KneeError, match=r"runtime.arm_cpus: missing: interleaved order pins"):
-        plan_of(cfg)
-
-
 def test_every_block_is_abba_and_either_arm_may_open_it():
     from knee.plan.together import first_arm, position
 
@@ -155,3 +148,18 @@ def test_every_block_is_abba_and_either_arm_may_open_it():
             assert sorted(pos.values()) == [0, 1]  # one arm first, the other second
             order += sorted(pos, key=pos.get)
         assert order[0] == firsts[b] and order[0] == order[3] and order[1] == order[2]
+
+
+def test_interleaved_arms_may_share_the_cpus_and_boot_in_alternating_order():
+    cfg = interleaved()
+    del cfg["runtime"]["arm_cpus"]
+    cfg["runtime"]["engine_cpus"] = [0, 1, 2, 3, 4, 5, 6, 7]
+    plan = plan_of(cfg)
+    assert [(s["id"], s["set"], "cpus" in s) for s in plan["protocol"]["sessions"][:4]] == [
+        ("1-control", 1, False), ("1-candidate", 2, False),
+        ("2-control", 2, False), ("2-candidate", 1, False)]
+    assert "1-control + 1-candidate -> 2-control + 2-candidate" in summary.describe(plan)
+    cfg["runtime"]["arm_cpus"] = [[0, 1], [2, 3]]  # sets of their own, and one for both
+    with pytest.raises(KneeError, match=r"runtime.engine_cpus: \[0, 1, 2, 3, 4, 5, 6, 7\]: in "
+                                        r"interleaved order with runtime.arm_cpus each arm"):
+        plan_of(cfg)

@@ -128,7 +128,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         arm_key, expected, snap_before = expect_cache(s, model, engine_facts)
     prepare_folders(s)
     engine_cpus, client_cpus = split_cpus(s.rt.get("engine_cpus"))
-    if "together" in s.info:  # simultaneous: the load generator on its engine's set
+    if "cpus" in s.info:  # an arm's own set: the load generator on its engine's
         client_cpus = engine_cpus
     where = receipts.scheduler()
     if client_cpus:

@@ -42,7 +42,9 @@ def session_order(sessions: list[dict]) -> str:
     if not all("together" in s for s in sessions):
         return " -> ".join(s["id"] for s in sessions)
     def where(s: dict) -> str:
-        return f"{s['id']} (CPUs {s['cpus']}" + (f", GPUs {s['gpus']})" if "gpus" in s else ")")
+        placed = [f"CPUs {s['cpus']}"] if "cpus" in s else []
+        placed += [f"GPUs {s['gpus']}"] if "gpus" in s else []
+        return s["id"] + (f" ({', '.join(placed)})" if placed else "")
     pairs = sorted({s["pair"] for s in sessions})
     return " -> ".join(" + ".join(where(s) for s in sessions if s["pair"] == p) for p in pairs)
 

@@ -70,18 +70,20 @@ def gpu_sets(rt: Mapping[str, Any]) -> list[list[int]] | None:
 
 
 def sessions(pairs: int, rt: Mapping[str, Any], order: str = SIMULTANEOUS) -> list[dict]:
-    """Both sessions of every pair, each with its partner (`together`), its set (1 or 2), its
-    CPUs and (simultaneous order, on GPUs) its half of the GPUs; a session boots after its
-    arm's session of the pair before."""
+    """Both sessions of every pair, each with its partner (`together`), its set (1 or 2: in
+    interleaved order set 1 boots first), its CPUs (where runtime.arm_cpus names sets) and
+    (simultaneous order, on GPUs) its half of the GPUs; a session boots after its arm's
+    session of the pair before."""
     gpus = gpu_sets(rt) if order == SIMULTANEOUS else None
-    cpus, out = rt["arm_cpus"], []
+    cpus, out = rt.get("arm_cpus"), []
     for pair in range(1, pairs + 1):
         for arm in ARMS:
             k = (pair - 1 + (arm == "candidate")) % 2
             partner = next(a for a in ARMS if a != arm)
             out.append({"id": f"{pair}-{arm}", "pair": pair, "arm": arm,
                         "after": f"{pair - 1}-{arm}" if pair > 1 else None,
-                        "together": f"{pair}-{partner}", "set": k + 1, "cpus": list(cpus[k]),
+                        "together": f"{pair}-{partner}", "set": k + 1,
+                        **({"cpus": list(cpus[k])} if cpus else {}),
                         **({"gpus": gpus[k]} if gpus else {})})
     return out
 
@@ -105,9 +107,10 @@ def check_named_once(gpus: list[int], source: str) -> None:
 
 def check(config: Mapping[str, Any], arms: Mapping[str, Any], source: str) -> None:
     """A simultaneous or interleaved config fits the host twice: a runtime knee boots, two
-    disjoint CPU sets (runtime.arm_cpus, in place of runtime.engine_cpus) and, on GPUs, twice
-    the GPUs one engine spans, each arm's half spanned exactly (simultaneous), or both engines'
-    memory shares on the same GPUs (interleaved)."""
+    disjoint CPU sets (runtime.arm_cpus, in place of runtime.engine_cpus; in interleaved order
+    they are optional, the arms sharing runtime.engine_cpus or the whole host otherwise) and,
+    on GPUs, twice the GPUs one engine spans, each arm's half spanned exactly (simultaneous),
+    or both engines' memory shares on the same GPUs (interleaved)."""
     order = config["protocol"].get("order")
     if not is_together(config["protocol"]):
         return
@@ -117,10 +120,23 @@ def check(config: Mapping[str, Any], arms: Mapping[str, Any], source: str) -> No
         raise KneeError(f"{source}: protocol.order: {order} boots both arms at once, and "
                         f"runtime.kind {runtime.kind!r} boots nothing: run the servers in "
                         "sequential order, or let knee boot them (process or docker)")
+    if order == SIMULTANEOUS or rt.get("arm_cpus"):
+        check_sets(rt, order, source)
+    if order == SIMULTANEOUS:
+        check_gpus(rt, arms, source)
+    elif runtime.gpu_ids and rt.get("gpus"):
+        check_fit(arms, source)
+
+
+def check_sets(rt: Mapping[str, Any], order: str, source: str) -> None:
+    """Two disjoint CPU sets of one size in runtime.arm_cpus, and no runtime.engine_cpus."""
     if rt.get("engine_cpus"):
-        raise KneeError(f"{source}: runtime.engine_cpus: {rt['engine_cpus']!r}: in {order} "
-                        "order each arm has a CPU set of its own for its engine and its load "
-                        "generator: name the two in runtime.arm_cpus instead")
+        raise KneeError(
+            f"{source}: runtime.engine_cpus: {rt['engine_cpus']!r}: in {order} order "
+            + ("each arm has a CPU set of its own for its engine and its load generator: name "
+               "the two in runtime.arm_cpus instead" if order == SIMULTANEOUS else
+               "with runtime.arm_cpus each arm has a CPU set of its own: keep arm_cpus, or "
+               "drop it for both arms to share engine_cpus"))
     sets = rt.get("arm_cpus")
     if not sets:
         raise KneeError(f"{source}: runtime.arm_cpus: missing: {order} order pins each "
@@ -133,10 +149,6 @@ def check(config: Mapping[str, Any], arms: Mapping[str, Any], source: str) -> No
         raise KneeError(f"{source}: runtime.arm_cpus: {sets!r}: the sets have {len(sets[0])} "
                         f"and {len(sets[1])} CPUs: the arms swap sets between pairs, so they "
                         "must be the same size")
-    if order == SIMULTANEOUS:
-        check_gpus(rt, arms, source)
-    elif runtime.gpu_ids and rt.get("gpus"):
-        check_fit(arms, source)
 
 
 def check_fit(arms: Mapping[str, Any], source: str) -> None:
