@@ -112,3 +112,21 @@ def test_the_readmes_own_experiment_validates(tmp_path, monkeypatch, capsys):
                     .replace("/models/my-model", str(model)))
     monkeypatch.chdir(ROOT)
     assert cli.main(["validate-config", str(path)]) == 0, capsys.readouterr()
+
+
+def test_the_docs_home_complete_config_validates(tmp_path, monkeypatch, capsys):
+    """The complete config on the documentation site's home page is a valid experiment, of
+    every section an experiment sets."""
+    import yaml
+
+    from knee import cli
+
+    text = (ROOT / "docs" / "index.md").read_text().split("## Your own experiment", 1)[1]
+    block = text.split("```yaml", 1)[1].split("```", 1)[0]
+    cfg = yaml.safe_load(block)
+    assert {"name", "question", "runtime", "model", "server", "variable", "arms", "protocol",
+            "instruments", "bar"} <= set(cfg)
+    path = tmp_path / "my.yaml"
+    path.write_text(block)
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["validate-config", str(path)]) == 0, capsys.readouterr()
