@@ -139,7 +139,7 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_derived_and_r
     assert [r["rule"] for r in bar["rules"]] == ["burst parity"]
     from knee.publish import figures
 
-    drawn = figures.render_all(plan, comparison, [], tmp_path / "figures")  # drawn
+    drawn = figures.render_all(plan, comparison, [], tmp_path / "figures", bar)  # drawn
     assert tmp_path / "figures" / "burst.png" in drawn and (tmp_path / "figures" / "burst.svg"
                                                              ).stat().st_size > 0
     assert "burst throughput per pair" in (tmp_path / "figures" / "burst.svg").read_text()

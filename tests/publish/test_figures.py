@@ -1,9 +1,8 @@
 """Figures are their instruments' (knee.instruments.spec.Figure): a registered figure is drawn,
 titled and listed without editing the publishing code."""
 
-from knee import instruments
 from knee.core import jsonio
-from knee.publish import figures, readme
+from knee.publish import figures, readme, rulefig
 from tests.helpers import ROOT
 
 PUBLISHED = ROOT / "results" / "ksched-cpu"
@@ -13,14 +12,14 @@ def published():
     plan = jsonio.read(PUBLISHED / "plan.json", "plan")
     comparison = jsonio.read(PUBLISHED / "comparison" / "comparison.json", "comparison")
     table = jsonio.read(PUBLISHED / "comparison" / "acceptance.json")["windows"]
-    return plan, comparison, table
+    return plan, comparison, table, jsonio.read(PUBLISHED / "comparison" / "bar.json", "bar")
 
 
 def test_every_registered_figure_is_drawn_as_published_and_has_a_report_caption(tmp_path):
-    plan, comparison, table = published()
-    drawn = figures.render_all(plan, comparison, table, tmp_path)
-    names = [f.name for f in instruments.figures()]
-    assert names == ["throughput", "ttft", "acceptance", "fixture", "depth"]
+    plan, comparison, table, bar = published()
+    drawn = figures.render_all(plan, comparison, table, tmp_path, bar)
+    names = figures.names()
+    assert names == ["rules", "throughput", "ttft", "acceptance", "fixture", "depth"]
     assert drawn == [tmp_path / f"{n}.{ext}" for n in names for ext in ("png", "svg")]
     for path in drawn:  # byte-stable: the published figures come out again
         assert path.read_bytes() == (PUBLISHED / "figures" / path.name).read_bytes(), path.name
@@ -29,16 +28,17 @@ def test_every_registered_figure_is_drawn_as_published_and_has_a_report_caption(
 
 
 def test_a_toy_figure_is_drawn_titled_and_listed_in_the_readme(toy, tmp_path):
-    plan, comparison, table = published()
-    drawn = figures.render_all(plan, comparison, table, tmp_path)
+    plan, comparison, table, bar = published()
+    drawn = figures.render_all(plan, comparison, table, tmp_path, bar)
     assert tmp_path / "burst.svg" in drawn
     assert f"{plan['name']}: burst throughput per pair" in (tmp_path / "burst.svg").read_text()
     boots = [jsonio.read(p, "boot") for p in sorted((PUBLISHED / "receipts").glob("*-boot.json"))]
-    bar = jsonio.read(PUBLISHED / "comparison" / "bar.json", "bar")
     text = readme.render(plan, comparison, bar, boots,
                          jsonio.read(PUBLISHED / "comparison" / "acceptance.json"))
     shown = [line for line in text.splitlines() if line.startswith("![")]
-    assert shown == [  # listed after the built-in figures; depth is shown in its own section
+    assert shown == [  # the bar's first, under its table; the toy listed after the built-in
+        # figures; depth is shown in its own section
+        f"![{rulefig.ALT}](figures/rules.png)",
         "![output throughput per concurrency](figures/throughput.png)",
         "![time to first token per concurrency](figures/ttft.png)",
         "![per-position acceptance](figures/acceptance.png)",

@@ -267,7 +267,8 @@ def cmd_figures(args) -> int:
     from knee.publish import figures
 
     figures.render_all(jsonio.read(args.plan, "plan"), jsonio.read(args.comparison, "comparison"),
-                       jsonio.read(args.acceptance, "acceptance")["windows"], args.out_dir)
+                       jsonio.read(args.acceptance, "acceptance")["windows"], args.out_dir,
+                       jsonio.read(args.bar, "bar"))
     return 0
 
 

@@ -114,8 +114,10 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
         PLAN, OUT, ("decisions", {"type": Path, "nargs": "*",
                                   "help": "the decisions after each pair"})]),
     "figures": ("every figure, from derived files only",
-                f"knee figures --plan {R}/plan.json --comparison C --acceptance A --out-dir F", [
+                f"knee figures --plan {R}/plan.json --comparison C --bar B --acceptance A "
+                "--out-dir F", [
         PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
+        ("--bar", {"type": Path, "required": True, "help": "bar.json"}),
         ("--acceptance", {"type": Path, "required": True, "help": "acceptance.json"}),
         ("--out-dir", {"type": Path, "required": True, "help": "the figures folder"})]),
     "readme": ("the results README, every number linked to the file it came from",

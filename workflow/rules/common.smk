@@ -54,7 +54,7 @@ SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
 TOGETHER = knee_together.is_together(PLAN["protocol"])
 INSTRUMENTS = instrument_names(PLAN)
 # every figure a registered instrument draws (knee.instruments.spec.Figure)
-FIGURES = [f.name for f in knee_instruments.figures()]
+FIGURES = [knee_layout.RULES_FIGURE, *(f.name for f in knee_instruments.figures())]
 PROMPT_FILES = [str(p) for p in knee_prompts.fixture_files(PLAN["instruments"])]
 # the prompt files of the datasets the instruments select from (rule dataset makes them)
 DATASET_FILES = knee_datasets.files(PLAN["instruments"])

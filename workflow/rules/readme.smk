@@ -1,9 +1,11 @@
 rule figures_render:
-    """Every figure, from derived files only: throughput and TTFT per concurrency, per-position
-    acceptance, fixture classes against the control range."""
+    """Every figure, from derived files only: each bar rule's pairs against its interval and
+    threshold, throughput and TTFT per concurrency, per-position acceptance, fixture classes
+    against the control range."""
     input:
         plan=at(knee_layout.PLAN),
         comparison=rules.compare.output.json,
+        bar=rules.bar.output.json,
         acceptance=rules.acceptance.output,
         code=get_code("figures"),
     output:
@@ -26,7 +28,7 @@ rule figures_render:
     params:
         out_dir=get_output_dir,
     shell:
-        "knee figures --plan {input.plan} --comparison {input.comparison}"
+        "knee figures --plan {input.plan} --comparison {input.comparison} --bar {input.bar}"
         " --acceptance {input.acceptance} --out-dir {params.out_dir} > {log} 2>&1"
 
 

@@ -35,6 +35,7 @@ ACCEPTANCE = "comparison/acceptance.json"
 ROWS = "comparison/rows.csv"
 
 FIGURES = "figures"
+RULES_FIGURE = "rules"  # the bar's figure: each rule's pairs, interval and threshold
 RECOMMEND = "recommend"
 RECOMMENDATION = "recommend/recommendation.json"
 RECOMMEND_README = "recommend/README.md"

@@ -19,6 +19,7 @@ from knee import instruments
 from knee.analyze import kmodel
 from knee.analyze.stats import mean
 from knee.core.records import Plan
+from knee.publish import rulefig
 from knee.publish.numbers import effect_label
 
 # the rc settings that make an SVG byte-identical from run to run (Any: matplotlib types its
@@ -48,20 +49,29 @@ class View:
     mean = staticmethod(mean)
 
 
+def names() -> list[str]:
+    """Every figure's name: the bar's (knee.publish.rulefig) and each registered
+    instrument's."""
+    return [rulefig.NAME, *(f.name for f in instruments.figures())]
+
+
 def render_all(plan: Plan, comparison: Mapping[str, Any], table: list[dict],
-               out_dir: Path) -> list[Path]:
-    """Every figure a registered instrument draws (knee.instruments.spec.Figure), drawn whether
-    or not the experiment configures the instrument, so the workflow's outputs never depend on
-    it."""
+               out_dir: Path, bar: Mapping[str, Any]) -> list[Path]:
+    """The bar's figure and every figure a registered instrument draws
+    (knee.instruments.spec.Figure), drawn whether or not the experiment configures the
+    instrument, so the workflow's outputs never depend on it."""
     view = View(plan, comparison, table)
-    figures = instruments.figures()
     with plt.rc_context(STABLE):
-        for figure in figures:
+        fig, ax = plt.subplots(figsize=(8, 1.6 + 0.7 * len(bar.get("rules") or [1])), dpi=100)
+        rulefig.draw(ax, plan, comparison, bar)
+        ax.set_title(f"{plan['name']}: {rulefig.TITLE}", pad=24)
+        save(fig, out_dir / rulefig.NAME)
+        for figure in instruments.figures():
             fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
             figure.draw(ax, view)
             ax.set_title(f"{plan['name']}: {figure.title}")
             save(fig, out_dir / figure.name)
-    return [out_dir / f"{f.name}.{ext}" for f in figures for ext in ("png", "svg")]
+    return [out_dir / f"{name}.{ext}" for name in names() for ext in ("png", "svg")]
 
 
 def save(fig, stem: Path) -> None:

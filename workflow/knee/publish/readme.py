@@ -16,7 +16,7 @@ from knee.core.records import Plan
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.summary import order_name
-from knee.publish import firstscreen, mdtext, together
+from knee.publish import firstscreen, mdtext, rulefig, together
 from knee.publish.numbers import ci, fmt, level, pctf
 from knee.publish.templating import templates
 
@@ -357,7 +357,7 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
                      if plan["variable"] == NO_VARIABLE else None),
         protocol_words=protocol_words(plan, bar), sampling_words=sampling_words(plan),
         figures=[f for f in instruments.figures() if f.listed],
-        level=level,
+        rules_figure={"name": rulefig.NAME, "alt": rulefig.ALT}, level=level,
         shared_key=shared_key(caches or {}), recommendation=recommendation,
         predicted=predicted(plan, comparison, prediction) if prediction else None,
         adjusted=design.realized(plan, bar), speed_method=covariate.SPEED_OF_FIGURE,

@@ -46,9 +46,9 @@ def same_files(made: Path, kept: Path, shown: str) -> list[str]:
 
 
 def figures_of(root: Path, plan: Plan, comparison: Mapping[str, Any],
-               table: list[dict]) -> list[str]:
+               table: list[dict], bar: Mapping[str, Any]) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
-        figures.render_all(plan, comparison, table, Path(tmp))
+        figures.render_all(plan, comparison, table, Path(tmp), bar)
         return same_files(Path(tmp), Path(root) / layout.FIGURES, "figures")
 
 
@@ -67,4 +67,4 @@ def check(root: Path, plan: Plan, comparison: Mapping[str, Any], bar: dict,
     stored = jsonio.read(Path(root) / layout.ACCEPTANCE, "acceptance")
     problems += [f"{layout.ACCEPTANCE}#{p}: differs from the recomputation"
                  for p in diff(stored.get("windows"), table, "/windows")]
-    return problems + figures_of(root, plan, comparison, table)
+    return problems + figures_of(root, plan, comparison, table, bar)
