@@ -255,3 +255,48 @@ def test_a_loop_taking_turns_keeps_its_own_clock_and_leaves_the_partners_turns_o
     with pytest.raises(ValueError, match="only with one in flight"):
         client.run(base, "m", ["a", "b"], {"max_tokens": 2}, 2, 10, turn=Partner())
     server.sock.close()
+
+
+class Stuck:
+    """A partner that never ends its turn."""
+
+    def take(self, label: str) -> float:
+        while True:
+            time.sleep(0.01)
+
+    def release(self) -> None:
+        pass
+
+
+def _wait_for_a_stuck_partner(port: int) -> None:
+    import signal
+
+    from knee.measure import session
+
+    signal.signal(signal.SIGTERM, session._raise_on_signal)  # as a session does
+    client.run(f"http://127.0.0.1:{port}", "m", ["a"], {"max_tokens": 2}, 1, 10, turn=Stuck())
+
+
+def test_a_signal_ends_the_wait_for_a_turn_at_once():
+    """A session told to stop (SIGTERM, as knee pair stops the partner of a failed session)
+    stops its engine: a wait for the partner's turn must not hold the loop's shutdown (as a
+    worker thread's wait would) until it ends."""
+    import multiprocessing
+    import os
+    import signal
+
+    server = SlowServer(0.02)
+    server.start()
+    proc = multiprocessing.get_context("fork").Process(target=_wait_for_a_stuck_partner,
+                                                       args=(server.port,))
+    proc.start()
+    time.sleep(0.5)
+    began = time.monotonic()
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.join(5)
+    if proc.exitcode is None:
+        proc.kill()
+        proc.join()
+        raise AssertionError("the wait for a turn outlived SIGTERM by 5 s")
+    assert proc.exitcode != 0 and time.monotonic() - began < 3
+    server.sock.close()

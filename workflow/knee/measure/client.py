@@ -409,7 +409,10 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
             while more():
                 i = queue.pop()
                 if turn is not None:  # the clock's origin moves on by the seconds waited
-                    w = await asyncio.to_thread(turn.take, f"request {i}")
+                    # waited for on the loop's own thread: one request in flight, nothing else
+                    # to run meanwhile, and a signal interrupts the wait (a worker thread's
+                    # wait would hold the loop's shutdown, and the engine's stop, until it ends)
+                    w = turn.take(f"request {i}")
                     t0, waited = t0 + w, waited + w
                     if conn is not None:
                         conn.t0 = t0

@@ -37,8 +37,9 @@ STOP_WAIT_S = 180  # a session told to stop stops its engine first
 
 
 def placed(rt: Mapping[str, Any], info: Mapping[str, Any]) -> dict:
-    """The runtime section as one session of a simultaneous pair runs it: its set's CPUs as
-    the engine's, its set's GPUs; any other session's is the plan's."""
+    """The runtime section as one session runs it: a session of a simultaneous or
+    interleaved pair with a set of its own, its set's CPUs as the engine's and (simultaneous)
+    its set's GPUs; any other session's is the plan's."""
     return {**rt, **({"engine_cpus": list(info["cpus"])} if "cpus" in info else {}),
             **({"gpus": list(info["gpus"])} if "gpus" in info else {})}
 
