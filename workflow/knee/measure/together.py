@@ -30,7 +30,7 @@ from knee.plan import together as ptogether
 
 LEAD_S = 0.25  # from the later session's ready to the start: both are sleeping by then
 POLL_S = 0.01
-TURN_POLL_S = 0.001  # a turn's handoff: the idle session polls on its own CPUs
+TURN_POLL_S = 0.001  # a turn's handoff: how often the waiting session looks for it
 AHEAD_S = 5.0  # how far ahead of this host's clock a partner's ready time may lie
 MEET_SLACK_S = 3600  # beyond the boot timeout, how long a session waits for its partner
 STOP_WAIT_S = 180  # a session told to stop stops its engine first
@@ -189,7 +189,7 @@ class Turns:
                  timeout_s: float):
         self.where, self.info, self.window = meeting_dir(root, info["pair"]), info, window
         self.seed, self.timeout_s = seed, timeout_s
-        self.unit, self.step, self.began = 0, -1, 0.0
+        self.unit, self.step, self.began, self.label = 0, -1, 0.0, ""
         self.log: list[list] = []  # per unit: [unit, 0 or 1 (went first or second), began, ended]
 
     def position(self, unit: int) -> int:
