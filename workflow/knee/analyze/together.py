@@ -79,13 +79,12 @@ def interleaved(plan: Plan, planned: dict[str, dict[str, Any]],
         turns = {"control": mine.get("turns") or [], "candidate": theirs.get("turns") or []}
         windows.append({"pair": pair, "instrument": name, "sets": sets,
                         **turn_agreement(turns, seed, pair, name)})
+    handoffs = [w["handoff_s"] for w in windows if w["handoff_s"] is not None]
     return {"interleaved": {
         "method": INTERLEAVED_METHOD, "windows": windows,
         "as_registered": all(w["as_registered"] for w in windows),
         "max_concurrent_s": max((w["concurrent_s"] for w in windows), default=None),
-        "median_handoff_s": statistics.median(w["handoff_s"] for w in windows
-                                              if w["handoff_s"] is not None)
-        if any(w["handoff_s"] is not None for w in windows) else None}}
+        "median_handoff_s": statistics.median(handoffs) if handoffs else None}}
 
 
 def turn_agreement(turns: dict[str, list[list[Any]]], seed: int, pair: int,

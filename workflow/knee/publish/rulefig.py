@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from knee.analyze import covariate
 from knee.core import layout
@@ -76,9 +78,6 @@ def rule_row(ax: Axes, y: float, rule: Mapping[str, Any], judged: Mapping[str, A
 
 def legend(parity: bool, gain: bool) -> list[Any]:
     """The legend's entries, a margin and a threshold only where a rule has one."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
     return [Line2D([], [], marker="o", linestyle="", color=POINT_COLOR, label="a pair"),
             Line2D([], [], marker="D", color="#333333", linewidth=3,
                    label="estimate and interval"),
