@@ -53,9 +53,10 @@ def turns(arm: str, seed: int, pair: int, units: int, t0: float, swap: int | Non
     return out
 
 
-def interleaved_run(**candidate) -> dict:
+def interleaved_run(arm_cpus: list | None = None, **candidate) -> dict:
     p = plan(1)
     p["protocol"].update(order="interleaved", seed=5)
+    p["runtime"] = {"arm_cpus": arm_cpus} if arm_cpus else {}
     raw = {arm: {"raw": {"fixture": {"together": {
         "partner": "x", "start": 0.0, "waited_s": 0.0, "began": 0.0, "ended": 0.0,
         "turns": turns(arm, 5, 1, 8, 1000.0, **(candidate if arm == "candidate" else {}))}}}}
@@ -72,6 +73,13 @@ def test_interleaved_turns_are_checked_against_the_registered_draws():
     assert not swapped["as_registered"] and swapped["max_concurrent_s"] == 1.0
     ran_on = interleaved_run(overlap=0.25)  # the candidate's turns ran into the control's
     assert ran_on["as_registered"] and 1.0 < ran_on["max_concurrent_s"] < 4.0
+
+
+def test_the_interleaved_method_names_the_cpu_layout_the_plan_had():
+    assert "on the same CPUs;" in interleaved_run()["method"]
+    own = interleaved_run(arm_cpus=[[0, 1], [2, 3]])["method"]
+    assert "each on its own CPU set (swapped between pairs);" in own
+    assert "same CPUs" not in own
 
 
 def test_turns_that_broke_the_design_are_caveats_of_the_readme():

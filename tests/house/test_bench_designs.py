@@ -41,3 +41,14 @@ def test_one_boots_spread_is_taken_around_each_arms_own_mean():
     single = next(r for r in got if r["rule"] == "single-stream parity")
     # interleaved on a CPU set per arm: the pairs' effects spread as if the arms shared nothing
     assert single["design"] == "interleaved" and single["cv"] > math.sqrt(2) * single["boot_cv"]
+
+
+def test_interleaved_on_shared_cpus_the_arms_share_the_hosts_drift():
+    """The published A/A on the same CPUs: every rule's pairs spread under a third of what
+    independent arms would (√2 times one boot's spread around its arm's mean), where the
+    same order on a CPU set per arm spread as if the arms shared nothing."""
+    import math
+
+    for r in designs.rows(ROOT / "results" / "qwen-aa-interleaved-shared-h100"):
+        assert r["design"] == "interleaved" and r["pairs"] == 4
+        assert r["cv"] < 0.35 * math.sqrt(2) * r["boot_cv"], r

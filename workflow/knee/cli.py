@@ -325,7 +325,7 @@ def cmd_calibrate(args) -> int:
     from knee.analyze import calibration
 
     doc = jsonio.write(args.out, "calibration",
-                       calibration.calibrate(args.results, args.timing_only))
+                       calibration.calibrate(args.results, args.timing_only, args.covariate))
     for f in doc["figures"]:
         out = f["left_out"]
         print(f"{f['rule']}: slope {f['slope']:+.3f} (r2 {f['r2']}), between-boot CV "

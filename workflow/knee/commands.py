@@ -157,7 +157,12 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
                    OUT, ("--timing-only", {"action": "store_true",
                                            "help": "also calibrate the timing of figures knee "
                                                    "withholds (the engine failed its sampling "
-                                                   "check); the file records which"})]),
+                                                   "check); the file records which"}),
+                   ("--covariate", {"choices": ["host_speed", "idle_speed"],
+                                    "default": "host_speed",
+                                    "help": "host_speed: the CPUs' speed over each figure's "
+                                            "span; idle_speed: over each boot's idle probe "
+                                            "(bar.adjust.covariate)"})]),
     "design": ("the protocol planner: per bar rule of a config, the pairs and sweep runs that "
                "reach a target MDE in the least GPU time, from a calibration",
                "knee design --calibration config/calibration/h200-35b.json "

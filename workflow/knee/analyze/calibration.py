@@ -26,7 +26,7 @@ from knee.analyze.stats import fmean, mean, point_summary
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Plan
-from knee.plan.adjust import covariate_cpus, differing, engine_name, key
+from knee.plan.adjust import HOST_SPEED, IDLE_SPEED, covariate_cpus, differing, engine_name, key
 
 
 def boot_facts(boot: dict[str, Any], plan: Plan) -> dict[str, Any]:
@@ -125,20 +125,24 @@ def _log(x: float | None) -> float | None:
 
 
 def boot_figure(raw: dict[str, Any], rule: dict[str, Any], cpus: list[str],
-                withheld: Mapping[float | str, str] | None = None) -> dict[str, Any] | None:
+                withheld: Mapping[float | str, str] | None = None,
+                idle: float | None = None) -> dict[str, Any] | None:
     """One boot's (log speed, log figure) for a rule's figure, and each run's (the window's
-    speed where runs did not record their own); a figure knee withholds
+    speed where runs did not record their own; the boot's `idle` probe speed, where the
+    covariate is idle_speed, for all of them); a figure knee withholds
     (knee.analyze.sampling: `withheld`) is none."""
     figure = compare.arm_figures(raw, withheld).get(rule["point"], {}).get(rule["metric"])
-    speed, over = covariate.figure_speed(raw, rule["point"], cpus)
+    speed, over = (idle, "idle") if idle is not None else \
+        covariate.figure_speed(raw, rule["point"], cpus)
     if _log(figure) is None or _log(speed) is None:
         return None
-    window = covariate.summary_speed((raw.get("host") or {}).get("cpu_speed_during"), cpus)
+    window = idle or covariate.summary_speed((raw.get("host") or {}).get("cpu_speed_during"),
+                                             cpus)
     runs = []
     for p in raw["points"]:
         if str(p["point"]) == str(rule["point"]):
             y = _log(point_summary(p)[rule["metric"]])
-            x = _log(covariate.summary_speed(p.get("cpu_speed"), cpus) or window)
+            x = _log(idle or covariate.summary_speed(p.get("cpu_speed"), cpus) or window)
             runs.append(None if y is None or x is None else (x, y))
     return {"x": _log(speed), "y": _log(figure), "over": over,
             "runs": runs if None not in runs else []}
@@ -208,13 +212,18 @@ def same_facts(boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return facts
 
 
-def figure(rule: dict[str, Any], boots: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """One bar figure's slope and noise over the boots that measured it (None: too few)."""
+def figure(rule: dict[str, Any], boots: Sequence[Mapping[str, Any]],
+           name: str = HOST_SPEED) -> dict[str, Any] | None:
+    """One bar figure's slope and noise over the boots that measured it (None: too few), on
+    the covariate `name`."""
     groups: dict[tuple[Any, ...], list[Any]] = {}
     for b in boots:
         if rule["instrument"] in b["raw"]:
-            got = boot_figure(b["raw"][rule["instrument"]], rule, covariate.cpu_names(b["plan"]),
-                              withheld=b["withheld"])
+            cpus = covariate.cpu_names(b["plan"])
+            idle = covariate.idle_speed(b["boot"], cpus) if name == IDLE_SPEED \
+                else None
+            got = boot_figure(b["raw"][rule["instrument"]], rule, cpus,
+                              withheld=b["withheld"], idle=idle)
             if got:
                 groups.setdefault(b["group"], []).append((b, got))
     pairs = [[(g["x"], g["y"]) for _, g in members] for members in groups.values()]
@@ -264,14 +273,21 @@ def withheld_sessions(boots: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
             for (f, t, why), s in found.items()]
 
 
-def calibrate(roots: list[Path], timing_only: bool = False) -> dict[str, Any]:
-    """The calibration of the bar figures of these folders (their bars' rules, once each).
-    Figures knee withholds (the engine failed its sampling check) are left out, or with
-    `timing_only` calibrated for their timing alone, which the file records."""
+def calibrate(roots: list[Path], timing_only: bool = False,
+              name: str = HOST_SPEED) -> dict[str, Any]:
+    """The calibration of the bar figures of these folders (their bars' rules, once each) on
+    the covariate `name`. Figures knee withholds (the engine failed its sampling check) are
+    left out, or with `timing_only` calibrated for their timing alone, which the file
+    records."""
     roots = folderscan.checked(roots, "knee calibrate")
     boots = once([b for root in roots for b in folder_boots(root)])
     if not boots:
         raise KneeError("no measured session in " + ", ".join(map(str, roots)))
+    if name == IDLE_SPEED and (bare := sorted(
+            {b["folder"] for b in boots if not b["boot"].get("idle_speed")})):
+        raise KneeError(f"knee calibrate --covariate idle_speed: {', '.join(bare)}: its boots "
+                        "took no idle probe (a bar that adjusts for idle_speed takes one); "
+                        "calibrate on an A/A measured with bar.adjust.covariate idle_speed")
     withheld = withheld_sessions(boots)
     if timing_only:
         for b in boots:
@@ -281,7 +297,7 @@ def calibrate(roots: list[Path], timing_only: bool = False) -> dict[str, Any]:
     for b in boots:
         for rule in b["plan"]["bar"]["rules"]:
             rules.setdefault(key(rule), rule)
-    figures = [f for rule in rules.values() if (f := figure(rule, boots))]
+    figures = [f for rule in rules.values() if (f := figure(rule, boots, name))]
     if not figures:
         why = "; ".join(f"{w['folder']}: {w['why']} ({len(w['sessions'])} sessions)"
                         for w in withheld)
@@ -291,7 +307,7 @@ def calibrate(roots: list[Path], timing_only: bool = False) -> dict[str, Any]:
                            f"sampling check ({why}); --timing-only calibrates their timing "
                            "anyway, and the calibration file says so" if withheld else ""))
     first = [b for b in boots if b["folder"] == boots[0]["folder"]]
-    return {"covariate": covariate.COVARIATE, "method": covariate.SPEED_OF_FIGURE,
+    return {"covariate": name, "method": covariate.METHODS[name],
             "facts": facts,
             "folders": [{"name": n, "boots": sum(b["folder"] == n for b in boots)}
                         for n in dict.fromkeys(b["folder"] for b in boots)],

@@ -14,6 +14,10 @@ one is used. Beside every adjusted rule: the balance check (the arms' mean log s
 with its interval). The adjustment applies only where balance is shown: the interval lies
 inside ±the registered tolerance (equivalence, the burden of proof on balance); anywhere else
 an arm may have moved the covariate, so the rule is judged as measured and says why.
+
+With bar.adjust.covariate idle_speed the covariate is the CPUs' speed over the probe each boot
+takes with its engine booted and idle, before its first window (knee.measure.hostspeed
+.idle_probe): one per boot, shared by every figure of it, which no request of the arm moves.
 """
 
 from __future__ import annotations
@@ -26,11 +30,16 @@ from knee.analyze import inference
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import fmean, mean
 from knee.core.records import Plan
+from knee.plan.adjust import HOST_SPEED, IDLE_SPEED, covariate_of
 
-COVARIATE = "host_speed"
+COVARIATE = HOST_SPEED  # the covariate of a bar that names none (before idle_speed)
 SPEED_OF_FIGURE = ("the mean over the engine CPUs (every sampled CPU where the engine is not "
                    "pinned) of each CPU's median sampled speed, over each run of the figure's "
                    "point (geometric mean over runs), else over the window")
+SPEED_IDLE = ("the mean over the engine CPUs (every sampled CPU where the engine is not pinned) "
+              "of each CPU's median sampled speed over the boot's idle probe (the engine booted, "
+              "no request in flight, before its first window): one per boot, every figure's")
+METHODS = {HOST_SPEED: SPEED_OF_FIGURE, IDLE_SPEED: SPEED_IDLE}
 
 
 def cpu_names(plan: Plan) -> list[str]:
@@ -57,14 +66,26 @@ def figure_speed(raw: dict[str, Any], point: object, cpus: list[str]) -> tuple[f
     return summary_speed((raw.get("host") or {}).get("cpu_speed_during"), cpus), "window"
 
 
+def idle_speed(boot: dict[str, Any], cpus: list[str]) -> float | None:
+    """A boot's speed over its idle probe (None where it took none)."""
+    return summary_speed((boot.get("idle_speed") or {}).get("cpu_speed"), cpus)
+
+
+def session_speed(session: dict[str, Any], rule: dict[str, Any], cpus: list[str],
+                  name: str) -> tuple[float | None, str]:
+    """(speed, over what) of a rule's figure in one session, for the covariate `name`."""
+    if name == IDLE_SPEED:
+        return idle_speed(session["boot"], cpus), "idle"
+    return figure_speed(session["raw"][rule["instrument"]], rule["point"], cpus)
+
+
 def pair_rows(plan: Plan, sessions: Sessions, pairs: int) -> list[dict[str, Any]]:
     """Per bar rule and pair: each arm's speed for the rule's figure (the comparison's
     covariate section, which the bar reads)."""
-    cpus, out = cpu_names(plan), []
+    cpus, name, out = cpu_names(plan), covariate_of(plan) or COVARIATE, []
     for rule in plan["bar"]["rules"]:
         for pair in range(1, pairs + 1):
-            got = {arm: figure_speed(sessions[(pair, arm)]["raw"][rule["instrument"]],
-                                     rule["point"], cpus)
+            got = {arm: session_speed(sessions[(pair, arm)], rule, cpus, name)
                    for arm in ("control", "candidate")}
             out.append({"rule": rule["name"], "pair": pair,
                         "control": _round(got["control"][0]),
@@ -81,8 +102,8 @@ def section(plan: Plan, sessions: Sessions) -> dict[str, Any]:
     """The comparison's covariate section where the bar registers an adjustment, else none."""
     if not (plan.get("bar") or {}).get("adjust"):
         return {}
-    pairs = max(pair for pair, _ in sessions)
-    return {"covariate": {"name": COVARIATE, "method": SPEED_OF_FIGURE,
+    pairs, name = max(pair for pair, _ in sessions), covariate_of(plan) or COVARIATE
+    return {"covariate": {"name": name, "method": METHODS[name],
                           "cpus": cpu_names(plan) or "all sampled",
                           "rows": pair_rows(plan, sessions, pairs)}}
 
@@ -120,7 +141,10 @@ def contrasts(comparison: Mapping[str, Any], rules: list[dict[str, Any]], pairs:
     change that loads the host differently under different instruments (its engine busier in
     one window, idler in another) moves it. Shown zero (each contrast's interval inside
     ±tolerance) or not; not shown, the adjustment is withheld from every rule. None where the
-    figures share one span (one figure, or their speed over the same window and point)."""
+    figures share one span (one figure, or their speed over the same window and point), and
+    for the idle probe (one per boot, before any window: no instrument of the arm ran in it)."""
+    if (comparison.get("covariate") or {}).get("name") == IDLE_SPEED:
+        return None
     spans: dict[tuple[str, str], tuple[str, list[float]]] = {}
     for rule in rules:
         ratios = speed_ratios(comparison, rule, pairs)

@@ -22,9 +22,11 @@ METHOD = ("Simultaneous order: both arms of a pair boot at once on their own CPU
           "began; overlap: the share of the longer window during which both ran.")
 
 
+INTERLEAVED_CPUS = {True: "each on its own CPU set (swapped between pairs)",
+                    False: "on the same CPUs"}
 INTERLEAVED_METHOD = (
-    "Interleaved order: both arms' engines of a pair up at once on the same GPUs, each on its "
-    "own CPU set (swapped between pairs); in every window the arms take turns, one request a "
+    "Interleaved order: both arms' engines of a pair up at once on the same GPUs, {cpus}; in "
+    "every window the arms take turns, one request a "
     "turn in a loop of one stream and one closed loop otherwise, in ABBA blocks whose first arm "
     "is drawn from protocol.seed (knee.plan.together.first_arm). units: the turns each arm "
     "took; as_registered: every turn in the order the plan's draws give; concurrent_s: the "
@@ -81,7 +83,9 @@ def interleaved(plan: Plan, planned: dict[str, dict[str, Any]],
                         **turn_agreement(turns, seed, pair, name)})
     handoffs = [w["handoff_s"] for w in windows if w["handoff_s"] is not None]
     return {"interleaved": {
-        "method": INTERLEAVED_METHOD, "windows": windows,
+        "method": INTERLEAVED_METHOD.format(
+            cpus=INTERLEAVED_CPUS[bool((plan.get("runtime") or {}).get("arm_cpus"))]),
+        "windows": windows,
         "as_registered": all(w["as_registered"] for w in windows),
         "max_concurrent_s": max((w["concurrent_s"] for w in windows), default=None),
         "median_handoff_s": statistics.median(handoffs) if handoffs else None}}

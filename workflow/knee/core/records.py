@@ -62,6 +62,14 @@ class Plan(Stamped, total=False):
     calibration: Section
 
 
+class IdleSpeed(TypedDict):
+    """A boot's idle probe (knee.measure.hostspeed.idle_probe): its seconds, and per CPU the
+    median, 10th and 90th percentile and count of the samples."""
+
+    seconds: float
+    cpu_speed: dict[str, Section]
+
+
 class BootReceipt(Stamped, total=False):
     """receipts/<session>-boot.json: what booted, with what, where."""
 
@@ -91,6 +99,7 @@ class BootReceipt(Stamped, total=False):
     env_inherited: list[str]
     engine_resolved: Section
     sampling_check: Section
+    idle_speed: IdleSpeed
 
 
 class StopReceipt(Stamped, total=False):

@@ -134,6 +134,20 @@ class Sampler(ChildSampler):
         return series(self.samples, t0, t1)
 
 
+IDLE_PROBE_S = 5.0
+
+
+def idle_probe(cpus: list[int], seconds: float = IDLE_PROBE_S) -> dict:
+    """The CPUs' speed over `seconds` with nothing sent to the engine (booted, checked, before
+    its first window): a host speed the change cannot move, since no request of the arm runs
+    in it (bar.adjust.covariate idle_speed)."""
+    with Sampler(cpus) as speed:
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        t1 = time.monotonic()
+    return {"seconds": round(t1 - t0, 3), "cpu_speed": speed.during(t0, t1)}
+
+
 def _die_with_parent() -> None:
     try:
         import ctypes

@@ -44,7 +44,7 @@ from knee.measure import (
 from knee.measure.runtime import docker, endpoint, external, process
 from knee.measure.runtime.process import Engine, split_cpus
 from knee.measure.runtime.target import Target
-from knee.plan import arms, engineflags, runtimes, secrets
+from knee.plan import adjust, arms, engineflags, runtimes, secrets
 from knee.plan import together as ptogether
 
 
@@ -235,6 +235,10 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str | None, expected:
             s.plan["instruments"]["request_timeout_s"], s.plan["instruments"].get("sampling"),
             samplecheck.logprobs_mode(s.arm.get("args") or {}))}
         engine.check_alive("the sampling check")  # a failed request is the engine's, or not
+    if adjust.covariate_of(s.plan) == adjust.IDLE_SPEED:
+        cpus = sorted(os.sched_getaffinity(0) | set(facts["cpus"]["engine"] or []))
+        progress.say(f"{s.sid} host speed with the engine idle ({hostspeed.IDLE_PROBE_S:g} s)")
+        facts = {**facts, "idle_speed": hostspeed.idle_probe(cpus)}
     s.receipt("boot", {
         **pair_arm, "runtime": s.runtime.kind, "started_at": started,
         "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,

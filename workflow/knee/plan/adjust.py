@@ -8,13 +8,25 @@ model is checked when the config is planned, the engine and the host before a se
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from knee.core import jsonio
 from knee.core.errors import KneeError
-from knee.plan import configfile, secrets
+from knee.plan import configfile, secrets, together
 
 FACTS = ("model", "engine", "gpu", "cpu_model", "cpus", "covariate_cpus")
+# the covariates a bar may register: the CPUs' speed over each figure's own span, or over a
+# probe with the engine booted and idle before its first window (which no request of the arm,
+# so not the change, can move)
+HOST_SPEED, IDLE_SPEED = "host_speed", "idle_speed"
+
+
+def covariate_of(plan: Mapping[str, Any]) -> str | None:
+    """The covariate the plan's bar adjusts for, or None."""
+    adjust = (plan.get("bar") or {}).get("adjust")
+    return str(adjust["covariate"]) if adjust else None
 
 
 def covariate_cpus(runtime: dict | None) -> str:
@@ -103,9 +115,20 @@ def calibration_ref(config: dict, plan_model: dict, source: str) -> dict | None:
     adjust = config["bar"].get("adjust")
     if not adjust:
         return None
+    if adjust["covariate"] == IDLE_SPEED and together.is_together(config["protocol"]):
+        raise KneeError(
+            f"{source}: bar.adjust.covariate: 'idle_speed' with protocol.order "
+            f"{config['protocol']['order']!r}: one arm's idle probe runs while its partner "
+            "boots or serves, so the partner moves it; in this order both arms share the host's "
+            "drift unadjusted (drop bar.adjust), or use a sequential order")
     path = Path(adjust["calibration"])
     where = f"{source}: bar.adjust.calibration: {adjust['calibration']!r}"
     document, sha256 = read(path, where)
+    if document["covariate"] != adjust["covariate"]:
+        raise KneeError(
+            f"{where}: calibrated for covariate {document['covariate']!r}, the bar adjusts for "
+            f"{adjust['covariate']!r}: a slope holds for the covariate it was fitted on "
+            f"(knee calibrate --covariate {adjust['covariate']})")
     slopes(document, config["bar"]["rules"], where)
     check_facts(document, {"model": plan_model.get("name"),
                            "covariate_cpus": covariate_cpus(config.get("runtime"))}, where)
