@@ -45,3 +45,27 @@ def test_a_toy_figure_is_drawn_titled_and_listed_in_the_readme(toy, tmp_path):
         "![fixture classes against the control range](figures/fixture.png)",
         "![burst throughput](figures/burst.png)",
         "![decode rate against prompt depth](figures/depth.png)"]
+
+
+def test_the_sweep_figures_link_each_pair_show_ttft_in_ms_and_name_each_arm_once(tmp_path):
+    """TTFT in milliseconds, each annotation's interval to a tenth of a percent and its level
+    said, each boot pair's two values joined by a line, and the acceptance legend by arm (with
+    its boots), not one entry per session."""
+    import re
+
+    plan, comparison, table, bar = published()
+    figures.render_all(plan, comparison, table, tmp_path, bar)
+    ttft = (tmp_path / "ttft.svg").read_text()
+    assert "TTFT p50 (ms)" in ttft and "TTFT p50 (s)" not in ttft
+    assert "brackets: 95 % interval over boot pairs" in ttft
+    effect = next(r for r in comparison["rows"] if r["instrument"] == "sweep"
+                  and r["metric"] == "throughput" and r["pair"] == "all")
+    lo, hi = effect["interval"]
+    assert f"[{lo:+.1f}, {hi:+.1f}]" in (tmp_path / "throughput.svg").read_text()
+    per_pair = [r for r in comparison["rows"] if r["instrument"] == "sweep"
+                and r["metric"] == "throughput" and r["pair"] != "all"]
+    joined = re.findall(r'<path d="M [\d.]+ [\d.]+ \nL [\d.]+ [\d.]+ \n"[^>]*stroke-opacity: '
+                        r'0.7; stroke-width: 0.6', (tmp_path / "throughput.svg").read_text())
+    assert len(per_pair) > 1 and len(joined) == len(per_pair)
+    legend = (tmp_path / "acceptance.svg").read_text()
+    assert re.search(r"control \(\d+ boots\)", legend) and "1-control" not in legend

@@ -112,9 +112,11 @@ def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def per_point_bars(ax: Axes, view: View, metric: str, ylabel: str) -> None:
-    """A sweep metric per concurrency point, both arms side by side, each pair's value marked,
-    the candidate's change annotated, a dashed line where the candidate's k changes."""
+def per_point_bars(ax: Axes, view: View, metric: str, ylabel: str, scale: float = 1.0) -> None:
+    """A sweep metric per concurrency point (times `scale`: seconds shown as ms), both arms
+    side by side, each pair's two values marked and joined by a line, the candidate's change
+    annotated with its 95 % interval over boot pairs, a dashed line where the candidate's k
+    changes."""
     import pandas as pd
 
     comparison = view.comparison
@@ -125,20 +127,26 @@ def per_point_bars(ax: Axes, view: View, metric: str, ylabel: str) -> None:
         ax.text(0.5, 0.5, "no valid comparison: nothing to plot", ha="center")
     else:
         df["point"] = df["point"].astype(int)
+        df[["control", "candidate"]] = df[["control", "candidate"]] * scale
         points = sorted(df["point"].unique())
         means = df.groupby("point")[["control", "candidate"]].mean().loc[points]
         w = 0.38
         for off, arm in ((-w / 2, "control"), (w / 2, "candidate")):
             ax.bar([i + off for i in range(len(points))], means[arm], w, label=arm,
                    color=view.colors[arm])
-            for _, r in df.iterrows():
-                ax.plot(points.index(r["point"]) + off, r[arm], "k.", ms=4)
+        for _, r in df.iterrows():  # a pair: its control's value joined to its candidate's
+            i = points.index(r["point"])
+            ax.plot([i - w / 2, i + w / 2], [r["control"], r["candidate"]], "k.-", ms=4,
+                    lw=0.6, alpha=0.7)
         effects = {int(r["point"]): r for r in comparison["rows"] if r["pair"] == "all"
                    and r["instrument"] == "sweep" and r["metric"] == metric}
         for i, p in enumerate(points):
-            top = max(means.loc[p, "control"], means.loc[p, "candidate"])
+            top = max(means.loc[p, "control"], means.loc[p, "candidate"],
+                      df.loc[df["point"] == p, ["control", "candidate"]].to_numpy().max())
             ax.annotate(view.effect_label(effects.get(p)), (i, top), ha="center", va="bottom",
-                        fontsize=7)
+                        fontsize=8)
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi + 0.12 * (hi - lo))  # room for the top annotation's two lines
         ks = view.session_k("candidate", points)
         for i in range(1, len(points)):
             if ks[i] != ks[i - 1]:
@@ -147,7 +155,8 @@ def per_point_bars(ax: Axes, view: View, metric: str, ylabel: str) -> None:
                             ha="center", va="top", fontsize=8)
         ax.set_xticks(range(len(points)), [f"C{p}" for p in points])
         ax.legend(loc="upper left")
-    ax.set_xlabel("concurrency (closed loop)")
+    ax.set_xlabel("concurrency (closed loop); a line joins each boot pair's two values; "
+                  "brackets: 95 % interval over boot pairs")
     ax.set_ylabel(ylabel)
 
 
@@ -155,12 +164,18 @@ def draw_acceptance(ax: Axes, view: View) -> None:
     """Per-position acceptance rate of each session's sweep window, the threshold, the knee."""
     speculative = [w for w in view.table if w["speculation"] == "on" and w["instrument"] == "sweep"]
     windows = [w for w in speculative if w["per_position_rate"] is not None]
+    boots = {arm: sum(w["session"].split("-", 1)[1] == arm for w in windows)
+             for arm in ("control", "candidate")}
+    labelled: set[str] = set()
     for w in windows:
         arm = w["session"].split("-", 1)[1]
         # a position whose drafts cannot be told (None) is a gap in the line
         rates = [math.nan if r is None else r for r in w["per_position_rate"]]
         xs = range(1, len(rates) + 1)
-        ax.plot(xs, rates, "o-", color=view.colors.get(arm, "k"), alpha=0.8, label=w["session"])
+        # the legend names each arm once, with its boots, not one entry per session
+        label = "_nolegend_" if arm in labelled else f"{arm} ({boots.get(arm, 0)} boots)"
+        labelled.add(arm)
+        ax.plot(xs, rates, "o-", color=view.colors.get(arm, "k"), alpha=0.8, label=label)
         if w["knee_position"]:
             k = w["knee_position"]
             ax.plot(k, rates[k - 1], "x", color="red", ms=10, mew=2)
@@ -182,7 +197,7 @@ FIGURES = (
     Figure("throughput", "output throughput per concurrency", "output throughput per concurrency",
            lambda ax, view: per_point_bars(ax, view, "throughput", "output throughput (tok/s)")),
     Figure("ttft", "time to first token per concurrency", "time to first token per concurrency",
-           lambda ax, view: per_point_bars(ax, view, "ttft_p50", "TTFT p50 (s)")),
+           lambda ax, view: per_point_bars(ax, view, "ttft_p50", "TTFT p50 (ms)", 1000.0)),
     Figure("acceptance", "per-position acceptance (sweep windows)", "per-position acceptance",
            draw_acceptance),
 )

@@ -43,4 +43,4 @@ def effect_label(row: Mapping[str, Any] | None) -> str:
     if not row["interval"]:
         return f"{row['delta_pct']:+.1f}%\n(1 pair)"
     lo, hi = row["interval"]
-    return f"{row['delta_pct']:+.1f}%\n[{lo:+.0f}, {hi:+.0f}]"
+    return f"{row['delta_pct']:+.1f}%\n[{lo:+.1f}, {hi:+.1f}]"
