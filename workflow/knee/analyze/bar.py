@@ -83,8 +83,7 @@ def adjusted_effect(comparison: Mapping[str, Any], rule: dict[str, Any], pairs: 
     and the adjusted effect over pairs (None where it is withheld, and the reason why)."""
     slope = adjust["slopes"][rule["name"]]
     ratios = covariate.speed_ratios(comparison, rule, pairs)
-    out = {"covariate": (comparison.get("covariate") or {}).get("name", covariate.COVARIATE),
-           "slope": slope,
+    out = {"covariate": covariate.name_of(comparison), "slope": slope,
            "tolerance_pct": adjust["tolerance_pct"]}
     if any(x is None for x in ratios):
         missing = [str(p) for p, x in enumerate(ratios, 1) if x is None]

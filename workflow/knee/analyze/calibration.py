@@ -132,17 +132,21 @@ def boot_figure(raw: dict[str, Any], rule: dict[str, Any], cpus: list[str],
     covariate is idle_speed, for all of them); a figure knee withholds
     (knee.analyze.sampling: `withheld`) is none."""
     figure = compare.arm_figures(raw, withheld).get(rule["point"], {}).get(rule["metric"])
-    speed, over = (idle, "idle") if idle is not None else \
-        covariate.figure_speed(raw, rule["point"], cpus)
+    speed: float | None
+    window: float | None
+    if idle is not None:
+        speed, over, window = idle, "idle", idle
+    else:
+        speed, over = covariate.figure_speed(raw, rule["point"], cpus)
+        window = covariate.summary_speed((raw.get("host") or {}).get("cpu_speed_during"), cpus)
     if _log(figure) is None or _log(speed) is None:
         return None
-    window = idle or covariate.summary_speed((raw.get("host") or {}).get("cpu_speed_during"),
-                                             cpus)
     runs = []
     for p in raw["points"]:
         if str(p["point"]) == str(rule["point"]):
             y = _log(point_summary(p)[rule["metric"]])
-            x = _log(idle or covariate.summary_speed(p.get("cpu_speed"), cpus) or window)
+            own = None if idle is not None else covariate.summary_speed(p.get("cpu_speed"), cpus)
+            x = _log(own or window)
             runs.append(None if y is None or x is None else (x, y))
     return {"x": _log(speed), "y": _log(figure), "over": over,
             "runs": runs if None not in runs else []}
@@ -220,8 +224,7 @@ def figure(rule: dict[str, Any], boots: Sequence[Mapping[str, Any]],
     for b in boots:
         if rule["instrument"] in b["raw"]:
             cpus = covariate.cpu_names(b["plan"])
-            idle = covariate.idle_speed(b["boot"], cpus) if name == IDLE_SPEED \
-                else None
+            idle = covariate.idle_speed(b["boot"], cpus) if name == IDLE_SPEED else None
             got = boot_figure(b["raw"][rule["instrument"]], rule, cpus,
                               withheld=b["withheld"], idle=idle)
             if got:

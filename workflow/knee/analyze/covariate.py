@@ -79,10 +79,10 @@ def session_speed(session: dict[str, Any], rule: dict[str, Any], cpus: list[str]
     return figure_speed(session["raw"][rule["instrument"]], rule["point"], cpus)
 
 
-def pair_rows(plan: Plan, sessions: Sessions, pairs: int) -> list[dict[str, Any]]:
-    """Per bar rule and pair: each arm's speed for the rule's figure (the comparison's
-    covariate section, which the bar reads)."""
-    cpus, name, out = cpu_names(plan), covariate_of(plan) or COVARIATE, []
+def pair_rows(plan: Plan, sessions: Sessions, pairs: int, name: str) -> list[dict[str, Any]]:
+    """Per bar rule and pair: each arm's speed for the rule's figure on the covariate `name`
+    (the comparison's covariate section, which the bar reads)."""
+    cpus, out = cpu_names(plan), []
     for rule in plan["bar"]["rules"]:
         for pair in range(1, pairs + 1):
             got = {arm: session_speed(sessions[(pair, arm)], rule, cpus, name)
@@ -100,12 +100,17 @@ def _round(x: float | None) -> float | None:
 
 def section(plan: Plan, sessions: Sessions) -> dict[str, Any]:
     """The comparison's covariate section where the bar registers an adjustment, else none."""
-    if not (plan.get("bar") or {}).get("adjust"):
+    if not (name := covariate_of(plan)):
         return {}
-    pairs, name = max(pair for pair, _ in sessions), covariate_of(plan) or COVARIATE
+    pairs = max(pair for pair, _ in sessions)
     return {"covariate": {"name": name, "method": METHODS[name],
                           "cpus": cpu_names(plan) or "all sampled",
-                          "rows": pair_rows(plan, sessions, pairs)}}
+                          "rows": pair_rows(plan, sessions, pairs, name)}}
+
+
+def name_of(comparison: Mapping[str, Any]) -> str:
+    """The covariate a comparison's covariate section holds (host_speed where it has none)."""
+    return str((comparison.get("covariate") or {}).get("name", COVARIATE))
 
 
 def speed_ratios(comparison: Mapping[str, Any], rule: dict[str, Any],
@@ -143,7 +148,7 @@ def contrasts(comparison: Mapping[str, Any], rules: list[dict[str, Any]], pairs:
     ±tolerance) or not; not shown, the adjustment is withheld from every rule. None where the
     figures share one span (one figure, or their speed over the same window and point), and
     for the idle probe (one per boot, before any window: no instrument of the arm ran in it)."""
-    if (comparison.get("covariate") or {}).get("name") == IDLE_SPEED:
+    if name_of(comparison) == IDLE_SPEED:
         return None
     spans: dict[tuple[str, str], tuple[str, list[float]]] = {}
     for rule in rules:

@@ -8,6 +8,7 @@ takes the first of the selection, then each (point, run) the next ones, none sen
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 from knee.core import datasets, prompts
@@ -141,8 +142,7 @@ def per_point_bars(ax: Axes, view: View, metric: str, ylabel: str, scale: float 
         effects = {int(r["point"]): r for r in comparison["rows"] if r["pair"] == "all"
                    and r["instrument"] == "sweep" and r["metric"] == metric}
         for i, p in enumerate(points):
-            top = max(means.loc[p, "control"], means.loc[p, "candidate"],
-                      df.loc[df["point"] == p, ["control", "candidate"]].to_numpy().max())
+            top = df.loc[df["point"] == p, ["control", "candidate"]].to_numpy().max()
             ax.annotate(view.effect_label(effects.get(p)), (i, top), ha="center", va="bottom",
                         fontsize=8)
         lo, hi = ax.get_ylim()
@@ -164,8 +164,7 @@ def draw_acceptance(ax: Axes, view: View) -> None:
     """Per-position acceptance rate of each session's sweep window, the threshold, the knee."""
     speculative = [w for w in view.table if w["speculation"] == "on" and w["instrument"] == "sweep"]
     windows = [w for w in speculative if w["per_position_rate"] is not None]
-    boots = {arm: sum(w["session"].split("-", 1)[1] == arm for w in windows)
-             for arm in ("control", "candidate")}
+    boots = Counter(w["session"].split("-", 1)[1] for w in windows)
     labelled: set[str] = set()
     for w in windows:
         arm = w["session"].split("-", 1)[1]
@@ -173,7 +172,7 @@ def draw_acceptance(ax: Axes, view: View) -> None:
         rates = [math.nan if r is None else r for r in w["per_position_rate"]]
         xs = range(1, len(rates) + 1)
         # the legend names each arm once, with its boots, not one entry per session
-        label = "_nolegend_" if arm in labelled else f"{arm} ({boots.get(arm, 0)} boots)"
+        label = "_nolegend_" if arm in labelled else f"{arm} ({boots[arm]} boots)"
         labelled.add(arm)
         ax.plot(xs, rates, "o-", color=view.colors.get(arm, "k"), alpha=0.8, label=label)
         if w["knee_position"]:

@@ -137,6 +137,11 @@ class Sampler(ChildSampler):
 IDLE_PROBE_S = 5.0
 
 
+def sampled_cpus(engine_cpus: list[int] | None) -> list[int]:
+    """The CPUs a session samples: its own (the load generator's) and the engine's."""
+    return sorted(os.sched_getaffinity(0) | set(engine_cpus or []))
+
+
 def idle_probe(cpus: list[int], seconds: float = IDLE_PROBE_S) -> dict:
     """The CPUs' speed over `seconds` with nothing sent to the engine (booted, checked, before
     its first window): a host speed the change cannot move, since no request of the arm runs

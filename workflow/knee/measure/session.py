@@ -236,9 +236,9 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str | None, expected:
             samplecheck.logprobs_mode(s.arm.get("args") or {}))}
         engine.check_alive("the sampling check")  # a failed request is the engine's, or not
     if adjust.covariate_of(s.plan) == adjust.IDLE_SPEED:
-        cpus = sorted(os.sched_getaffinity(0) | set(facts["cpus"]["engine"] or []))
         progress.say(f"{s.sid} host speed with the engine idle ({hostspeed.IDLE_PROBE_S:g} s)")
-        facts = {**facts, "idle_speed": hostspeed.idle_probe(cpus)}
+        facts = {**facts, "idle_speed": hostspeed.idle_probe(
+            hostspeed.sampled_cpus(facts["cpus"]["engine"]))}
     s.receipt("boot", {
         **pair_arm, "runtime": s.runtime.kind, "started_at": started,
         "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,
@@ -339,7 +339,7 @@ def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: d
     proc = getattr(engine, "proc", None)
     pgid = proc.pid if proc else None
     gpus = gpu.ids(plan["runtime"])
-    with hostspeed.Sampler(sorted(os.sched_getaffinity(0) | set(engine_cpus or []))) as speed, \
+    with hostspeed.Sampler(hostspeed.sampled_cpus(engine_cpus)) as speed, \
             (gpu.Sampler(gpus) if gpus else nullcontext()) as clocks:
         met = meet() if meet else None
         host_before, group_before = hostfacts.snapshot(), hostfacts.group_cpu(pgid)

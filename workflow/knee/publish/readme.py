@@ -360,6 +360,6 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
         rules_figure={"name": rulefig.NAME, "alt": rulefig.ALT}, level=level,
         shared_key=shared_key(caches or {}), recommendation=recommendation,
         predicted=predicted(plan, comparison, prediction) if prediction else None,
-        adjusted=design.realized(plan, bar), speed_method=covariate.METHODS[
-            (comparison.get("covariate") or {}).get("name", covariate.COVARIATE)],
+        adjusted=design.realized(plan, bar),
+        speed_method=covariate.METHODS[covariate.name_of(comparison)],
         hosts=hosts(boots), pair_sets=together.pair_sets(plan, comparison)))
