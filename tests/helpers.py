@@ -114,7 +114,7 @@ def readme_argv(root: Path, out: Path) -> list[str]:
             str(c / "acceptance.json"), "--boots", *receipts(root, "boot"),
             "--stops", *receipts(root, "stop"), "--caches", *receipts(root, "cache"),
             "--recommendation", str(root / "recommend" / "recommendation.json"),
-            "--out", str(out)]
+            "--out", str(out), "--out-html", str(out.with_name("index.html"))]
 
 
 def logs(root: Path) -> str:

@@ -139,8 +139,11 @@ def test_edited_verdict_pages_and_a_replaced_figure_are_caught(results):
     c = results / "comparison"
     for name in ("verdict.html", "comparison.md"):
         (c / name).write_text((c / name).read_text().replace("FAIL", "PASS"))
+    page = results / "index.html"
+    page.write_text(page.read_text().replace('class="v FAIL">FAIL', 'class="v PASS">PASS'))
     f = results / "figures"
     shutil.copy(f / "ttft.png", f / "throughput.png")
+    shutil.copy(f / "ttft.png", f / "latency.png")  # a figure no instrument of it draws
     (f / "depth.svg").write_text((f / "depth.svg").read_text().replace("depth", "dep"))
     recrate(results)
     out = audited(results)
@@ -149,6 +152,8 @@ def test_edited_verdict_pages_and_a_replaced_figure_are_caught(results):
             in out
     for name in ("figures/throughput.png", "figures/depth.svg"):
         assert f"{name}: differs from the figure rendered again" in out
+    assert "index.html: differs from the page of the recomputed README" in out
+    assert "figures/latency.png: not a figure of this experiment's instruments" in out
 
 
 def test_an_untouched_copy_anywhere_passes_and_says_what_it_cannot_prove(results, tmp_path):

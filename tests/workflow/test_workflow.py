@@ -2,6 +2,7 @@
 
 import itertools
 import os
+import re
 import signal
 import subprocess
 import time
@@ -254,6 +255,11 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert "1-control sweep point 4 run 1: " in session_log and " ok\n" in session_log
     assert "1-control probe window done: 2 points in " in session_log
     assert "1-control host speed with the engine idle (5 s)" in session_log
+    first, second = (s["id"] for s in plan["protocol"]["sessions"])
+    logs = {sid: (root / "logs" / "session" / f"{sid}.log").read_text() for sid in (first, second)}
+    assert f"session {first}, 1 of 2: the time left is known once a session is done" in logs[first]
+    assert re.search(rf"session {second}, 2 of 2: 1 done, [0-9 mins]+ since the first boot; "
+                     r"about [0-9 mins]+ left", logs[second]), logs[second][:500]
     png = root / "figures" / "throughput.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

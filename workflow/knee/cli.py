@@ -266,14 +266,17 @@ def cmd_realized(args) -> int:
 def cmd_figures(args) -> int:
     from knee.publish import figures
 
-    figures.render_all(jsonio.read(args.plan, "plan"), jsonio.read(args.comparison, "comparison"),
-                       jsonio.read(args.acceptance, "acceptance")["windows"], args.out_dir,
-                       jsonio.read(args.bar, "bar"))
+    drawn = figures.render_all(jsonio.read(args.plan, "plan"),
+                               jsonio.read(args.comparison, "comparison"),
+                               jsonio.read(args.acceptance, "acceptance")["windows"],
+                               args.out_dir, jsonio.read(args.bar, "bar"))
+    for stale in {*args.out_dir.glob("*.png"), *args.out_dir.glob("*.svg")} - set(drawn):
+        stale.unlink()  # a figure this experiment's instruments no longer draw
     return 0
 
 
 def cmd_readme(args) -> int:
-    from knee.publish import readme
+    from knee.publish import htmlpage, readme
 
     plan = jsonio.read(args.plan, "plan")
 
@@ -291,6 +294,8 @@ def cmd_readme(args) -> int:
                          prediction=args.prediction and jsonio.read(args.prediction[0],
                                                                     "recommendation"))
     jsonio.atomic_write_text(args.out, text)
+    if args.out_html:
+        jsonio.atomic_write_text(args.out_html, htmlpage.render(text))
     return 0
 
 

@@ -123,7 +123,7 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
     "readme": ("the results README, every number linked to the file it came from",
                f"knee readme --plan {R}/plan.json --comparison C --bar B --acceptance A "
                "--boots BOOT... --stops STOP... --caches CACHE... --recommendation R "
-               "--out README.md", [
+               "--out README.md --out-html index.html", [
         PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
         ("--bar", {"type": Path, "required": True, "help": "bar.json"}),
         ("--acceptance", {"type": Path, "required": True, "help": "acceptance.json"}), BOOTS,
@@ -134,7 +134,9 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
         ("--recommendation", {"type": Path, "help": "recommend/recommendation.json"}),
         ("--prediction", {"type": Path, "nargs": "*", "default": [],
                           "help": "a verification run's registered recommendation (config key "
-                                  "prediction)"}), OUT]),
+                                  "prediction)"}), OUT,
+        ("--out-html", {"type": Path, "help": "also write the README as one styled page "
+                                              "(index.html)"})]),
     "recommend": ("which k at which load: a schedule, the crossover, the knee and a paired "
                   "verification config, from derived files only",
                   f"knee recommend {R}", [

@@ -53,8 +53,8 @@ SESSIONS = {s["id"]: s for s in PLAN["protocol"]["sessions"]}
 # session_pair)
 TOGETHER = knee_together.is_together(PLAN["protocol"])
 INSTRUMENTS = instrument_names(PLAN)
-# every figure a registered instrument draws (knee.instruments.spec.Figure)
-FIGURES = [knee_layout.RULES_FIGURE, *(f.name for f in knee_instruments.figures())]
+# the bar's figure and every figure of the plan's instruments (knee.instruments.spec.Figure)
+FIGURES = [knee_layout.RULES_FIGURE, *(f.name for f in knee_instruments.figures(PLAN))]
 PROMPT_FILES = [str(p) for p in knee_prompts.fixture_files(PLAN["instruments"])]
 # the prompt files of the datasets the instruments select from (rule dataset makes them)
 DATASET_FILES = knee_datasets.files(PLAN["instruments"])

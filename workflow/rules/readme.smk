@@ -40,7 +40,7 @@ rule figures:
 
 
 rule readme:
-    """The results README: every number linked to the file it came from."""
+    """The results README, every number linked to the file it came from, and its page."""
     input:
         plan=at(knee_layout.PLAN),
         comparison=rules.compare.output.json,
@@ -55,7 +55,8 @@ rule readme:
         caches=get_all_sessions("cache"),
         code=get_code("readme"),
     output:
-        at(knee_layout.README),
+        md=at(knee_layout.README),
+        html=at(knee_layout.PAGE),
     log:
         at(knee_layout.log("readme")),
     localrule: True
@@ -67,4 +68,5 @@ rule readme:
         "knee readme --plan {input.plan} --comparison {input.comparison} --bar {input.bar}"
         " --acceptance {input.acceptance} --boots {input.boots} --stops {input.stops}"
         " --caches {input.caches} --recommendation {input.recommend}"
-        " --prediction {input.prediction} --out {output} > {log} 2>&1"
+        " --prediction {input.prediction} --out {output.md} --out-html {output.html}"
+        " > {log} 2>&1"

@@ -13,6 +13,7 @@ from knee.core.errors import KneeError
 
 PLAN = "plan.json"
 README = "README.md"
+PAGE = "index.html"  # the README as one styled page, for a browser, offline
 MANIFEST = "MANIFEST.sha256"
 CRATE = "ro-crate-metadata.json"
 WORKFLOW = "workflow"  # the config and workflow files as they ran

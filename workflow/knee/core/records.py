@@ -211,6 +211,22 @@ class SameWorkRow(TypedDict):
     divergent: list[Section]
 
 
+class LatencyRow(TypedDict):
+    """One instrument, point and arm of comparison.json's latency: time to first token and
+    inter-token latency at p50, p90 and p99, in seconds (knee.analyze.latency)."""
+
+    instrument: str
+    point: Any
+    arm: str
+    requests: int
+    ttft_s_p50: float | None
+    ttft_s_p90: float | None
+    ttft_s_p99: float | None
+    itl_s_p50: float | None
+    itl_s_p90: float | None
+    itl_s_p99: float | None
+
+
 class Comparison(Stamped, total=False):
     """comparison/comparison.json."""
 
@@ -227,6 +243,7 @@ class Comparison(Stamped, total=False):
     engine_differences: Any
     same_work: list[SameWorkRow]
     windows_not_held: list[Section]
+    latency: list[LatencyRow]
     covariate: Section
     host_speed: Any
     fixture_classes: Any

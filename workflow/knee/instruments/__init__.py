@@ -75,9 +75,11 @@ def derived() -> tuple[tuple[str, Derived], ...]:
     return tuple((name, d) for name, spec in REGISTRY.items() for d in spec.derived)
 
 
-def figures() -> tuple[Figure, ...]:
-    """Every registered instrument's figures, in registration order."""
-    return tuple(f for spec in REGISTRY.values() for f in spec.figures)
+def figures(plan: Plan | None = None) -> tuple[Figure, ...]:
+    """The figures of the plan's instruments (of every registered one without a plan), in
+    registration order: an instrument that does not run draws none."""
+    ran = instrument_names(plan) if plan is not None else list(REGISTRY)
+    return tuple(f for name in ran for f in REGISTRY[name].figures)
 
 
 __all__ = ["LOAD", "REGISTRY", "SINGLE_STREAM", "Derived", "Figure", "Spec", "acceptance",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from knee.core import datasets, prompts
@@ -160,6 +161,22 @@ def per_point_bars(ax: Axes, view: View, metric: str, ylabel: str, scale: float 
     ax.set_ylabel(ylabel)
 
 
+def no_rate(ax: Axes, view: View, windows: list[Mapping[str, Any]], positions: int) -> None:
+    """A hollow marker on the axis at each position where an arm has no rate in any of its
+    windows, not a rate of zero: beyond its k (never drafted there), or where its window mixed
+    more draft lengths than the counters can tell apart (knee.analyze.prom)."""
+    for arm in dict.fromkeys(w["session"].split("-", 1)[1] for w in windows):
+        rates = [w["per_position_rate"] for w in windows if w["session"].endswith(f"-{arm}")]
+        beyond = [i for i in range(1, positions + 1) if all(i > len(r) for r in rates)]
+        unknown = [i for i in range(1, positions + 1) if i not in beyond
+                   and all(i > len(r) or r[i - 1] is None for r in rates)]
+        for xs, marker, words in ((beyond, "v", "never drafted there"),
+                                  (unknown, "o", "no rate: drafts per position not told")):
+            if xs:
+                ax.plot(xs, [0.0] * len(xs), marker, mfc="none", ms=8, clip_on=False,
+                        color=view.colors.get(arm, "k"), label=f"{arm}: {words}")
+
+
 def draw_acceptance(ax: Axes, view: View) -> None:
     """Per-position acceptance rate of each session's sweep window, the threshold, the knee."""
     speculative = [w for w in view.table if w["speculation"] == "on" and w["instrument"] == "sweep"]
@@ -179,6 +196,7 @@ def draw_acceptance(ax: Axes, view: View) -> None:
             k = w["knee_position"]
             ax.plot(k, rates[k - 1], "x", color="red", ms=10, mew=2)
     positions = max((len(w["per_position_rate"]) for w in windows), default=0)
+    no_rate(ax, view, windows, positions)
     ax.set_xticks(range(1, positions + 1))
     ax.axhline(view.threshold, color="red", ls=":", lw=1,
                label=f"knee threshold {view.threshold}")

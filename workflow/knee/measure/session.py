@@ -110,6 +110,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     s = Session(jsonio.read(plan_path, "plan"), sid, root)
     model = model_facts(s.plan["model"])
     preboot.refuse_overwrite(root, sid)
+    progress.say(progress.experiment_line(s.plan, root, sid, time.time()))
     preboot.preflight(s.plan, s.info["arm"], s.rt)
     preboot.warn_split_pair(s.plan, root, sid, receipts.host_boot_id())
     # the engine environment's versions, (docker) the image receipt: digest and versions, or

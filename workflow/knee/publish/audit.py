@@ -29,11 +29,11 @@ from knee.core.jsonio import sha256_file
 from knee.core.records import Plan, WindowMetrics
 from knee.instruments import instrument_names
 from knee.plan import configfile
-from knee.publish import evidence, readme, rendered, tables
+from knee.publish import evidence, htmlpage, readme, rendered, tables
 from knee.publish.evidence import diff
 
 MANIFEST_LIMIT = 4 << 20  # a manifest lists a few hundred files
-LISTED = (layout.PLAN, layout.README, layout.RECEIPTS, layout.RAW, layout.PROTOCOL,
+LISTED = (layout.PLAN, layout.README, layout.PAGE, layout.RECEIPTS, layout.RAW, layout.PROTOCOL,
           layout.COMPARISON_DIR, layout.FIGURES, layout.WORKFLOW, layout.CRATE)
 
 
@@ -237,8 +237,12 @@ def check_window(root: Path, sid: str, inst: str, session: dict, plan: Plan) -> 
 
 
 def check_readme(root: Path, text: str) -> list[str]:
-    """README.md against its rendering from the recomputed files, line by line."""
-    problems = []
+    """README.md against its rendering from the recomputed files, line by line; index.html
+    against the page of that rendering."""
+    page = root / layout.PAGE
+    problems = [f"{layout.PAGE}: missing"] if not page.is_file() else \
+        [f"{layout.PAGE}: differs from the page of the recomputed README"] \
+        if jsonio.read_text(page) != htmlpage.render(text) else []
     published = jsonio.read_text(root / layout.README).splitlines()
     differing = [(n, a, b) for n, (a, b) in
                  enumerate(zip(published, text.splitlines(), strict=False), 1) if a != b]

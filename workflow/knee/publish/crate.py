@@ -54,7 +54,8 @@ STEPS = {  # analysis step: (what it did, the files it read, the files it wrote)
     "figures": ("the figures", (layout.COMPARISON, layout.ACCEPTANCE),
                 (layout.figure("*", "*"),)),
     "tables": ("the tidy tables", (layout.COMPARISON, *RAW_JSON), (layout.ROWS, layout.REQUESTS)),
-    "readme": ("the README", (f"{layout.COMPARISON_DIR}/*.json",), (layout.README,)),
+    "readme": ("the README and its page", (f"{layout.COMPARISON_DIR}/*.json",),
+               (layout.README, layout.PAGE)),
 }
 
 
@@ -187,8 +188,8 @@ def run_actions(crate: ROCrate, entities: dict, boots: Sequence[Mapping[str, Any
     inputs = [e for f, e in entities.items() if f.startswith("workflow/")
               and f != "workflow/Snakefile"]
     act(crate, crate.mainEntity, "#run", f"run of knee experiment {plan['name']}",
-        object=inputs, result=pick(entities, (layout.README, f"{layout.COMPARISON_DIR}/*",
-                                            f"{layout.FIGURES}/*")),
+        object=inputs, result=pick(entities, (layout.README, layout.PAGE,
+                                            f"{layout.COMPARISON_DIR}/*", f"{layout.FIGURES}/*")),
         startTime=min(b["started_at"] for b in boots),
         endTime=max(s["stopped_at"] for s in stops.values()))
     for boot in boots:

@@ -49,29 +49,28 @@ class View:
     mean = staticmethod(mean)
 
 
-def names() -> list[str]:
-    """Every figure's name: the bar's (knee.publish.rulefig) and each registered
-    instrument's."""
-    return [rulefig.NAME, *(f.name for f in instruments.figures())]
+def names(plan: Plan) -> list[str]:
+    """Every figure's name: the bar's (knee.publish.rulefig) and those of the plan's
+    instruments."""
+    return [rulefig.NAME, *(f.name for f in instruments.figures(plan))]
 
 
 def render_all(plan: Plan, comparison: Mapping[str, Any], table: list[dict],
                out_dir: Path, bar: Mapping[str, Any]) -> list[Path]:
-    """The bar's figure and every figure a registered instrument draws
-    (knee.instruments.spec.Figure), drawn whether or not the experiment configures the
-    instrument, so the workflow's outputs never depend on it."""
+    """The bar's figure and every figure of the plan's instruments
+    (knee.instruments.spec.Figure): an instrument that did not run draws no figure."""
     view = View(plan, comparison, table)
     with plt.rc_context(STABLE):
         fig, ax = plt.subplots(figsize=(8, 1.6 + 0.7 * len(bar.get("rules") or [1])), dpi=100)
         rulefig.draw(ax, plan, comparison, bar)
         ax.set_title(f"{plan['name']}: {rulefig.TITLE}", pad=24)
         save(fig, out_dir / rulefig.NAME)
-        for figure in instruments.figures():
+        for figure in instruments.figures(plan):
             fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
             figure.draw(ax, view)
             ax.set_title(f"{plan['name']}: {figure.title}")
             save(fig, out_dir / figure.name)
-    return [out_dir / f"{name}.{ext}" for name in names() for ext in ("png", "svg")]
+    return [out_dir / f"{name}.{ext}" for name in names(plan) for ext in ("png", "svg")]
 
 
 def save(fig, stem: Path) -> None:

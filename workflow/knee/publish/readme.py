@@ -356,7 +356,7 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
         calibration=(inference.false_positives(comparison["rows"])
                      if plan["variable"] == NO_VARIABLE else None),
         protocol_words=protocol_words(plan, bar), sampling_words=sampling_words(plan),
-        figures=[f for f in instruments.figures() if f.listed],
+        figures=[f for f in instruments.figures(plan) if f.listed],
         rules_figure={"name": rulefig.NAME, "alt": rulefig.ALT}, level=level,
         shared_key=shared_key(caches or {}), recommendation=recommendation,
         predicted=predicted(plan, comparison, prediction) if prediction else None,

@@ -47,9 +47,15 @@ def same_files(made: Path, kept: Path, shown: str) -> list[str]:
 
 def figures_of(root: Path, plan: Plan, comparison: Mapping[str, Any],
                table: list[dict], bar: Mapping[str, Any]) -> list[str]:
+    """Every figure rendered again, and no figure the experiment's instruments do not draw."""
+    kept = Path(root) / layout.FIGURES
     with tempfile.TemporaryDirectory() as tmp:
-        figures.render_all(plan, comparison, table, Path(tmp), bar)
-        return same_files(Path(tmp), Path(root) / layout.FIGURES, "figures")
+        drawn = {p.name for p in figures.render_all(plan, comparison, table, Path(tmp), bar)}
+        extra = sorted(p.name for p in kept.glob("*") if p.is_file() and p.name not in drawn
+                       and not p.name.startswith("."))
+        return same_files(Path(tmp), kept, "figures") + [
+            f"{layout.FIGURES}/{name}: not a figure of this experiment's instruments"
+            for name in extra]
 
 
 def recommend_figure(root: Path, recommendation: Mapping[str, Any]) -> list[str]:
