@@ -93,3 +93,28 @@ def test_the_folding_keeps_every_row_and_folds_only_long_tables():
     assert folded.count("<details>") == 1 and all(row in folded for row in table + short)
     assert long_tables_outside_details(folded) == [] and long_tables_outside_details(text) == [3]
     assert mdtext.fold(folded) == folded  # folded once, never twice
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_one_effect_one_number_at_the_bars_level(name):
+    """The figure a bar rule decides shows, across the pairs, the rule's estimate and the
+    interval that decided it, at the bar's level: not a second interval at another level."""
+    root = ROOT / "results" / name
+    bar = jsonio.read(root / "comparison" / "bar.json", "bar")
+    text = (root / "README.md").read_text()
+    for i, r in enumerate(bar["rules"]):
+        if r.get("estimate") is None or not r.get("interval"):
+            continue
+        row = [line for line in text.splitlines()
+               if line.startswith(f"| {r['point']} | {r['metric']} | all | ")
+               and f"(comparison/bar.json#/rules/{i}/estimate)" in line]
+        same = [j for j, o in enumerate(bar["rules"])
+                if (o["instrument"], o["point"], o["metric"]) ==
+                (r["instrument"], r["point"], r["metric"])]
+        first = same[0]
+        if r["instrument"] in {"sweep", "fixture"} and first == i:
+            assert len(row) == 1, (name, r["rule"])
+        for line in row:
+            assert f"| {ci(r['interval'])} ({100 * r['confidence']:g}% over boot pairs) |" \
+                in line, line
+            assert f"the bar's rule {mdtext.text(r['rule'])}: **{r['verdict']}**" in line

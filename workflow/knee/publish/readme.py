@@ -320,6 +320,21 @@ def conditional(rates: list[float | None] | None) -> str:
     return ", ".join(one(i, r) for i, r in enumerate(rates))
 
 
+def figure_key(r: Mapping[str, Any]) -> tuple[str, str, str]:
+    return r["instrument"], str(r["point"]), r["metric"]
+
+
+def decided_by(bar: Mapping[str, Any]) -> dict[tuple[str, str, str], int]:
+    """The bar rule (its index; the first, where two judge one figure) that decides each figure
+    over the pairs: the README shows that effect once, as the rule decided it, at the bar's
+    level."""
+    out: dict[tuple[str, str, str], int] = {}
+    for i, r in enumerate(bar.get("rules") or []):
+        if r.get("estimate") is not None and r.get("interval"):
+            out.setdefault(figure_key(r), i)
+    return out
+
+
 def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
            boots: Sequence[Mapping[str, Any]], acceptance: dict,
            caches: dict[str, dict] | None = None, stops: dict[str, dict] | None = None,
@@ -328,9 +343,10 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
     """The results README; `prediction`: a verification run's registered recommendation."""
     env = templates(html=False)
     tables = []
+    decided = decided_by(bar)
     for inst, spec in instruments.REGISTRY.items():
-        rows = [{**r, "index": i} for i, r in enumerate(comparison["rows"])
-                if r["instrument"] == inst]
+        rows = [{**r, "index": i, "rule": decided.get(figure_key(r)) if r["pair"] == "all"
+                 else None} for i, r in enumerate(comparison["rows"]) if r["instrument"] == inst]
         if rows:
             tables.append({"title": spec.title, "rows": rows})
     order = (f"{order_name(plan['protocol']['order'])}: "
