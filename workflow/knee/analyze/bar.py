@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from knee.analyze import covariate, hosts, inference, robust, samework
+from knee.core import rulekinds
 from knee.core.records import Plan
 from knee.plan import adjust as registered
 from knee.plan import stopping
@@ -26,17 +27,11 @@ def find(rows: list[dict[str, Any]], pair: int | str,
     return None
 
 
-def rule_words(rule: dict[str, Any]) -> str:
-    if "within_pct" in rule:
-        return f"interval inside ±{rule['within_pct']}%"
-    return f"interval above {rule['min_gain_pct']:+}%"
-
-
 def judge_rule(rows: list[dict[str, Any]], pairs: int, rule: dict[str, Any], alpha: float,
                adjust: dict[str, Any] | None = None,
                comparison: Mapping[str, Any] | None = None) -> dict[str, Any]:
     out = {"rule": rule["name"], "instrument": rule["instrument"], "point": rule["point"],
-           "metric": rule["metric"], "test": rule_words(rule)}
+           "metric": rule["metric"], "test": rulekinds.test_words(rule)}
     found = [find(rows, p, rule) for p in range(1, pairs + 1)]
     if any(r is None or r["delta_pct"] is None for r in found):
         return {**out, "verdict": "INVALID", "reason": "no measurement for this rule in pair "

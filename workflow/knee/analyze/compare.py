@@ -26,10 +26,11 @@ from knee.analyze import (
 )
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import decode_rate, gmean, mean, pct, point_summary
+from knee.core import metrics
 from knee.core.records import Plan
 from knee.plan.arms import differences, in_variable, shown_variable
 
-METRICS = ("throughput", "decode_rate_p50", "ttft_p50", "decode_rate_gmean")
+METRICS = metrics.NAMES  # knee.core.metrics declares each
 NOISE_METHOD = ("noise_pct is the largest of the run-to-run spread of either arm at the point "
                 "and the control's spread across its boots. A per-pair row's interval is a "
                 "bootstrap over requests (2000 resamples, seeded) of the delta of the p50 "

@@ -24,6 +24,7 @@ import numpy as np
 from scipy import stats
 
 from knee.analyze.stats import decode_rate, e2e, ttft
+from knee.core import metrics, rulekinds
 
 PAIRS = "boot pairs"
 REQUESTS = "requests within one boot pair"
@@ -100,10 +101,11 @@ def effect(ratios: Sequence[float | None]) -> Effect | None:
 
 def margins(rule: dict[str, Any]) -> tuple[float, float] | float:
     """A parity rule's (low, high) margin or a gain rule's threshold, on the log scale."""
-    if "within_pct" in rule:
-        m = rule["within_pct"]
-        return (to_log(-m) if m < 100 else -math.inf, to_log(m))
-    return to_log(rule["min_gain_pct"])
+    kind = rulekinds.kind(rule)
+    m = kind.margins(kind.value(rule))
+    if isinstance(m, tuple):
+        return (to_log(m[0]) if m[0] > -100 else -math.inf, to_log(m[1]))
+    return to_log(m)
 
 
 def decide(rule: dict[str, Any], bounds: tuple[float, float] | None) -> str:
@@ -159,14 +161,15 @@ def request_rate(rec: Mapping[str, Any]) -> float | None:
     return rec["output_tokens"] / span if span and span > 0 else None
 
 
-# metric -> (per-request value, statistic over requests) that a within-pair interval resamples.
-# In a closed loop aggregate throughput is concurrency x the mean per-request rate, so its
-# interval comes from that mean.
-# metric -> (a request's figure, the statistic over a window's requests)
-PER_REQUEST: dict[str, tuple[Callable[[Mapping[str, Any]], float | None], Callable[..., Any]]] = {
-    "decode_rate_p50": (decode_rate, np.median), "ttft_p50": (ttft, np.median),
-    "throughput": (request_rate, np.mean),
-    "decode_rate_gmean": (decode_rate, lambda v, axis=None: np.exp(np.log(v).mean(axis=axis)))}
+# the figures of a request and the statistics over a window's requests that knee.core.metrics
+# names: metric -> (a request's figure, the statistic) for a within-pair interval to resample
+REQUEST_FIGURES: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
+    "decode_rate": decode_rate, "ttft": ttft, "request_rate": request_rate}
+STATISTICS: dict[str, Callable[..., Any]] = {
+    "p50": np.median, "mean": np.mean,
+    "gmean": lambda v, axis=None: np.exp(np.log(v).mean(axis=axis))}
+PER_REQUEST = {m.name: (REQUEST_FIGURES[m.request], STATISTICS[m.statistic])
+               for m in metrics.METRICS}
 
 
 def within_pair_interval(control: list[dict[str, Any]], candidate: list[dict[str, Any]],

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from knee.core import jsonio
+from knee.core import jsonio, metrics
 
 
 @dataclass(frozen=True)
@@ -144,4 +144,5 @@ def config_schema() -> dict[str, Any]:
         {name: spec.schema for name, spec in REGISTRY.items()})
     rule = schema["properties"]["bar"]["properties"]["rules"]["items"]["properties"]
     rule["instrument"]["enum"] = [n for n, spec in REGISTRY.items() if spec.bar_points]
+    rule["metric"]["enum"] = list(metrics.NAMES)
     return schema

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from knee import instruments
-from knee.core import datasets, jsonio, layout
+from knee.core import datasets, jsonio, layout, metrics, rulekinds
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
 from knee.core.records import Plan
@@ -142,6 +142,12 @@ def check_bar(config: dict, source: str = "config") -> None:
         if rule["instrument"] not in inst:
             raise KneeError(f"{where}.instrument: {rule['instrument']!r} is not configured "
                             "under instruments")
+        metric = metrics.BY_NAME[rule["metric"]]
+        if rulekinds.kind(rule) is rulekinds.GAIN and metric.better == "lower":
+            raise KneeError(f"{where}: min_gain_pct {rule['min_gain_pct']!r} on "
+                            f"{rule['metric']}, which is better lower ({metric.unit}): a gain "
+                            "would read backwards (a longer time passing as a gain); judge it "
+                            "with within_pct, or a metric that is better higher")
         spec = instruments.get(rule["instrument"])
         if rule["point"] == "all":
             if not spec.pools or rule["metric"] not in ("decode_rate_p50", "decode_rate_gmean"):

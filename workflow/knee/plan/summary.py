@@ -3,6 +3,7 @@ its pair order."""
 
 from __future__ import annotations
 
+from knee.core import rulekinds
 from knee.core.records import Plan
 from knee.plan import stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
@@ -15,7 +16,7 @@ def describe(plan: Plan) -> str:
     fixture = plan["instruments"].get("fixture")
     rules = "; ".join(
         f"{r['name']}: {r['instrument']} {r['metric']} @ {r['point']} "
-        + (f"within ±{r['within_pct']}%" if "within_pct" in r else f">= +{r['min_gain_pct']}%")
+        + rulekinds.summary_words(r)
         for r in plan["bar"]["rules"])
     change = (f"  variable {shown_variable(plan['variable'])}: control={values['control']!r} "
               f"candidate={values['candidate']!r}" if plan["variable"] != NO_VARIABLE else

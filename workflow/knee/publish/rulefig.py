@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from knee.analyze import covariate
-from knee.core import layout
+from knee.core import layout, rulekinds
 from knee.core.records import Plan
 
 NAME = layout.RULES_FIGURE
@@ -50,18 +50,20 @@ def draw(ax: Axes, plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, 
     ax.set_ylim(-0.6, len(judged) - 0.4)
     ax.set_xlabel(f"candidate against control (%): each pair, and the {level} interval over "
                   "pairs that decided")
-    kinds = {"within_pct" in planned[r["rule"]] for r in judged}
-    ax.legend(handles=legend(parity=True in kinds, gain=False in kinds), loc="lower left",
+    kinds = {rulekinds.kind(planned[r["rule"]]) for r in judged}
+    ax.legend(handles=legend(parity=rulekinds.PARITY in kinds, gain=rulekinds.GAIN in kinds),
+              loc="lower left",
               fontsize=7, frameon=False, bbox_to_anchor=(0, 1.0), ncol=4)
 
 
 def rule_row(ax: Axes, y: float, rule: Mapping[str, Any], judged: Mapping[str, Any],
              effects: list[float]) -> None:
-    if "within_pct" in rule:
-        w = rule["within_pct"]
+    kind = rulekinds.kind(rule)
+    if kind is rulekinds.PARITY:
+        w = kind.value(rule)  # the margin as configured, shaded on both sides
         ax.fill_betweenx([y - 0.4, y + 0.4], -w, w, color=MARGIN_COLOR, zorder=0)
     else:
-        ax.vlines(rule["min_gain_pct"], y - 0.4, y + 0.4, colors=GAIN_COLOR,
+        ax.vlines(kind.value(rule), y - 0.4, y + 0.4, colors=GAIN_COLOR,
                   linestyles="dashed", zorder=1)
     n = len(effects)
     ys = [y + 0.25 * (2 * i / (n - 1) - 1) if n > 1 else y for i in range(n)]

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from knee.analyze import stats
-from knee.core import jsonio, layout
+from knee.core import jsonio, layout, metrics
 from knee.core.errors import KneeError
 
 # every column, what it holds (docs/config.md shows this table; a test checks they agree)
@@ -19,8 +19,7 @@ ROW_COLUMNS = {
     "instrument": "the instrument of the row",
     "point": "its point: a concurrency, a class, a depth, a temperature (as text), or all",
     "pair": "the boot pair (1, 2, ...) or all (the effect over boot pairs)",
-    "metric": "throughput (tok/s), decode_rate_p50 (tok/s), ttft_p50 (s) or decode_rate_gmean "
-              "(tok/s, the geometric mean over requests)",
+    "metric": metrics.words(),
     "control": "the control's figure (over pairs: the mean of the pairs' figures)",
     "candidate": "the candidate's figure, the same way",
     "delta_pct": "the effect in % (over pairs: the mean of the per-pair log ratios)",
