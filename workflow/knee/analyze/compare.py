@@ -104,7 +104,6 @@ def arm_figures(raw: dict[str, Any],
     return out
 
 
-
 def delta_pct(control: float | None, candidate: float | None) -> float | None:
     if control in (None, 0) or candidate is None:
         return None
@@ -115,12 +114,26 @@ def delta_pct(control: float | None, candidate: float | None) -> float | None:
 FigureKey = tuple[str, object, str]
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One figure of the comparison: an instrument's point and metric, each pair's (control,
+    candidate) figures, and the arms' means over those pairs."""
+    instrument: str
+    point: object
+    metric: str
+    per_pair: list[tuple[float | None, float | None]]
+    control: float | None
+    candidate: float | None
+
+    @property
+    def key(self) -> FigureKey:
+        return self.instrument, self.point, self.metric
+
+
 def cells(pairs: list[tuple[dict[str, Any], dict[str, Any]]],
-          pooled: Mapping[float | str, str]) -> Iterator[
-        tuple[str, object, str, list[tuple[Any, Any]], float | None, float | None]]:
-    """(instrument, point, metric, per-pair figures, control, candidate) for every figure either
-    arm has; control and candidate are the arms' means over the pairs given. pooled: what an
-    arm's pooled sampling check withholds, in every pair."""
+          pooled: Mapping[float | str, str]) -> Iterator[Cell]:
+    """Every figure either arm has, over the pairs given. pooled: what an arm's pooled
+    sampling check withholds, in every pair."""
     gone: dict[float | str, str] = dict(pooled)
     for session in (s for pair in pairs for s in pair):
         gone |= sampling.withheld(session["boot"])
@@ -132,7 +145,8 @@ def cells(pairs: list[tuple[dict[str, Any], dict[str, Any]]],
                 a = mean([fa[point][m] for fa, _ in figs])
                 b = mean([fb[point][m] for _, fb in figs])
                 if a is not None or b is not None:
-                    yield inst, point, m, [(fa[point][m], fb[point][m]) for fa, fb in figs], a, b
+                    yield Cell(inst, point, m, [(fa[point][m], fb[point][m]) for fa, fb in figs],
+                               a, b)
 
 
 def rows_for_pair(pair: int, control: dict[str, Any], candidate: dict[str, Any],
@@ -142,27 +156,29 @@ def rows_for_pair(pair: int, control: dict[str, Any], candidate: dict[str, Any],
     spread = {(inst, m): (noise.run_spread(control["raw"][inst], m),
                           noise.run_spread(candidate["raw"][inst], m))
               for inst in control["raw"] for m in METRICS}
-    for inst, point, m, _, a, b in cells([(control, candidate)], pooled):
+    for c in cells([(control, candidate)], pooled):
+        inst, point, m = c.key
         ra, rb = control["raw"][inst], candidate["raw"][inst]
         spreads = [spread[inst, m][0].get(point), spread[inst, m][1].get(point),
-                   drift.get((inst, point, m))]
+                   drift.get(c.key)]
+        delta = delta_pct(c.control, c.candidate)
         interval = inference.within_pair_interval(
             noise.requests_of(ra, point), noise.requests_of(rb, point), m, seed,
-            centre=delta_pct(a, b) if m == "throughput" else None, confidence=confidence)
-        rows.append(row(inst, point, pair, m, a, b, spreads, delta_pct(a, b),
+            centre=delta if m == "throughput" else None, confidence=confidence)
+        rows.append(row(c, pair, spreads, delta,
                         {"interval": interval, "interval_level": inference.REQUESTS,
                          "confidence": confidence}))
     return rows
 
 
-def row(inst: str, point: object, pair: int | str, metric: str, a: float | None,
-        b: float | None, spreads: list[float | None], delta: float | None,
+def row(c: Cell, pair: int | str, spreads: list[float | None], delta: float | None,
         interval: dict[str, Any]) -> dict[str, Any]:
+    """A comparison row: one pair's (or, pair "all", every pair's) effect on one figure."""
     measured = [s for s in spreads if s is not None]
     floor = max(measured) if measured else None
-    return {"instrument": inst, "point": point, "pair": pair, "metric": metric, "control": a,
-            "candidate": b, "delta_pct": delta, "noise_pct": floor, **interval,
-            "noise": noise.noise_label(delta, floor, interval)}
+    return {"instrument": c.instrument, "point": c.point, "pair": pair, "metric": c.metric,
+            "control": c.control, "candidate": c.candidate, "delta_pct": delta,
+            "noise_pct": floor, **interval, "noise": noise.noise_label(delta, floor, interval)}
 
 
 def control_drift(controls: list[dict[str, Any]]) -> dict[FigureKey, float | None]:
@@ -185,15 +201,15 @@ def across_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]],
     """One row per instrument, point and metric: the effect over boot pairs with its t
     interval (knee.analyze.inference), the arms' mean figures beside it for reading."""
     rows = []
-    for inst, point, m, per_pair, a, b in cells(pairs, pooled):
-        ratios = [inference.log_ratio(x, y) for x, y in per_pair]
+    for c in cells(pairs, pooled):
+        ratios = [inference.log_ratio(x, y) for x, y in c.per_pair]
         eff = inference.effect(ratios)
         interval = {"interval": eff and eff.interval_pct(confidence),
                     "interval_level": inference.PAIRS, "confidence": confidence,
                     "pairs": eff.n if eff else 0,
                     "per_pair_delta_pct": [x if x is None else inference.to_pct(x)
                                            for x in ratios]}
-        rows.append(row(inst, point, "all", m, a, b, [drift.get((inst, point, m))],
+        rows.append(row(c, "all", [drift.get(c.key)],
                         inference.to_pct(eff.mean) if eff else None, interval))
     return rows
 
