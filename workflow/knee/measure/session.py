@@ -120,13 +120,13 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     engine_facts = {k: v for k, v in engine_facts.items() if k != "options"}
     if not s.runtime.boots:
         engine_facts = engine_facts[s.info["arm"]]
-        arm_key, expected, snap_before = None, None, None
+        expectation = None
     else:
         check_same_engine(s, python, engine_facts)
         preboot.check_calibrated(s.plan, engine_facts)
         if s.interleaved:  # set 2 boots once set 1 has: what it finds in the cache is after
             together.boot_turn(s.root, s.info, s.rt["boot_timeout_s"] + together.MEET_SLACK_S)
-        arm_key, expected, snap_before = expect_cache(s, model, engine_facts)
+        expectation = expect_cache(s, model, engine_facts)
     prepare_folders(s)
     engine_cpus, client_cpus = split_cpus(s.rt.get("engine_cpus"))
     if "cpus" in s.info:  # an arm's own set: the load generator on its engine's
@@ -141,7 +141,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     try:
         boot(s, engine, {**launch, "cpus": {"engine": engine_cpus, "client": client_cpus},
                          "model": model, "engine": engine_facts, "scheduler": where},
-             arm_key, expected, snap_before)
+             expectation)
         if s.interleaved:
             together.booted(s.root, s.info)
         for name in instrument_names(s.plan):
@@ -169,7 +169,16 @@ def model_facts(model: dict) -> dict:
     return model
 
 
-def expect_cache(s: Session, model: dict, engine_facts: dict) -> tuple[str, dict, dict]:
+@dataclass(frozen=True)
+class CacheExpectation:
+    """Before a boot: the arm's cache fingerprint, what the compile cache is expected to do
+    (knee.measure.cache.predict) and the cache folder as it was."""
+    arm_key: str
+    expected: dict
+    snap_before: dict
+
+
+def expect_cache(s: Session, model: dict, engine_facts: dict) -> CacheExpectation:
     """Whether the compile cache is expected to hit; a miss under on_cache_miss: fail stops
     the session before anything boots."""
     arm_key = cache.fingerprint(s.arm, model["sha256"], json.dumps(
@@ -186,7 +195,7 @@ def expect_cache(s: Session, model: dict, engine_facts: dict) -> tuple[str, dict
                 "arm once with on_cache_miss: warn to build its cache, or point "
                 "runtime.cache_dir at a warm one")
         print(f"warning: {message}; the boot will pay for the compile", file=sys.stderr)
-    return arm_key, expected, snap_before
+    return CacheExpectation(arm_key, expected, snap_before)
 
 
 def prepare_folders(s: Session) -> None:
@@ -204,8 +213,7 @@ def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
     return LAUNCH[s.runtime.kind](s, model, engine_facts, python, engine_cpus)
 
 
-def boot(s: Session, engine: Engine, facts: dict, arm_key: str | None, expected: dict | None,
-         snap_before: dict | None) -> None:
+def boot(s: Session, engine: Engine, facts: dict, expectation: CacheExpectation | None) -> None:
     """Start the engine, wait until it serves, and write the cache and boot receipts (an
     external server: wait until it answers; no compile cache is knee's to see)."""
     cache_before = receipts.compile_cache(s.cache_root) if s.runtime.compile_cache else None
@@ -223,9 +231,8 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str | None, expected:
     if s.runtime.boots:  # the engine's log is knee's
         log = s.log.read_text(errors="replace")  # read once: the cache and the engine's settings
         if s.runtime.compile_cache:
-            # expect_cache set them wherever the runtime boots
-            assert arm_key is not None and expected is not None and snap_before is not None
-            cache_receipt(s, pair_arm, boot_s, arm_key, expected, snap_before, log)
+            assert expectation is not None  # expect_cache ran: the runtime boots
+            cache_receipt(s, pair_arm, boot_s, expectation, log)
         facts = {**facts, "engine_resolved": resolved.read(log)}
     if temperatures := instruments.sampled_temperatures(s.plan["instruments"]):
         progress.say(f"{s.sid} sampling check at temperature "
@@ -250,13 +257,14 @@ def boot(s: Session, engine: Engine, facts: dict, arm_key: str | None, expected:
     })
 
 
-def cache_receipt(s: Session, pair_arm: dict, boot_s: float, arm_key: str, expected: dict,
-                  snap_before: dict, log: str) -> None:
+def cache_receipt(s: Session, pair_arm: dict, boot_s: float, e: CacheExpectation,
+                  log: str) -> None:
     """What the boot did with the compile cache (its log says), against what was expected."""
-    observed = cache.observe(log, snap_before, cache.snapshot(s.cache_root))
-    cache.remember(s.cache_root, arm_key, observed["key"], now())
-    s.receipt("cache", {**pair_arm, "policy": s.rt["on_cache_miss"], "arm_fingerprint": arm_key,
-                        "expected": expected, **observed, "boot_seconds": round(boot_s, 3)})
+    observed = cache.observe(log, e.snap_before, cache.snapshot(s.cache_root))
+    cache.remember(s.cache_root, e.arm_key, observed["key"], now())
+    s.receipt("cache", {**pair_arm, "policy": s.rt["on_cache_miss"],
+                        "arm_fingerprint": e.arm_key, "expected": e.expected, **observed,
+                        "boot_seconds": round(boot_s, 3)})
 
 
 def after_boot(s: Session, before: dict) -> dict:
