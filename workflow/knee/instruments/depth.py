@@ -157,9 +157,20 @@ def draw(ax: Axes, view: View) -> None:
 
 # it sends token ids, which only the completions endpoint takes; its figure is shown in the
 # README's depth section, with the curves' table, not among the figures
+def check(cfg: Mapping[str, Any], arms: Mapping[str, Any], source: str) -> None:
+    """A depth plus its output must fit the server's context (the control's max-model-len)."""
+    limit = arms["control"]["args"].get("max-model-len")
+    if not isinstance(limit, int):
+        return
+    for i, d in enumerate(cfg["depths"]):
+        if d + cfg["output_tokens"] > limit:
+            raise KneeError(f"{source}: instruments.depth.depths[{i}]: {d} + output_tokens "
+                            f"{cfg['output_tokens']} exceeds server.args.max-model-len {limit}")
+
+
 SPEC = Spec(name="depth", title="Depth (single stream, one prompt per depth)", run=run,
             schema=SCHEMA, bar_points=lambda cfg: cfg["depths"], api="completions",
-            random_prompts=True,
+            random_prompts=True, check=check,
             derived=(Derived("depth_curves", curves),),
             figures=(Figure("depth", "decode rate against prompt depth",
                             "decode rate against prompt depth", draw, listed=False),))

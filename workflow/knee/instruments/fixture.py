@@ -118,6 +118,7 @@ def draw(ax: Axes, view: View) -> None:
 SPEC = Spec(name="fixture", title="Single-stream fixture", run=run, schema=SCHEMA,
             bar_points=lambda cfg: cfg["classes"], pools=True, role=SINGLE_STREAM,
             point_scrapes=True,
+            summary=lambda cfg: f"fixture: {cfg['classes']} x {cfg['requests']}",
             derived=(Derived("fixture_classes", classes, caveats),),
             figures=(Figure("fixture", "fixture classes against the control range",
                             "fixture classes against the control range", draw),))

@@ -87,6 +87,13 @@ class Spec:
     # its prompts are random words (knee.core.prompts.exact_token_prompts), not text of a kind a
     # user sends: the README says its acceptance is the model's on such text
     random_prompts: bool = False
+    # its part of the plan's one-line summary of the instruments, from its config section
+    # ("sweep: concurrency [1, 8] x 2 runs"); None: the summary does not name it
+    summary: Callable[[dict[str, Any]], str] | None = None
+    # check(section, arms, source): what its config section needs of the served arms (the
+    # plan's resolved arms, knee.plan.arms) that the schema cannot say, raising KneeError that
+    # names the key; None: the schema says everything
+    check: Callable[[dict[str, Any], dict[str, Any], str], None] | None = None
 
 
 REGISTRY: dict[str, Spec] = {}

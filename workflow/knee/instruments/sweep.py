@@ -220,4 +220,5 @@ FIGURES = (
 )
 SPEC = Spec(name="sweep", title="Concurrency sweep", run=run, schema=SCHEMA,
             bar_points=lambda cfg: cfg["concurrency"], figures=FIGURES, role=LOAD,
-            acceptance=True, random_prompts=True)
+            acceptance=True, random_prompts=True,
+            summary=lambda cfg: f"sweep: concurrency {cfg['concurrency']} x {cfg['runs']} runs")

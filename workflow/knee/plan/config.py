@@ -189,16 +189,12 @@ def workflow_commit(repo: Path | str = ".") -> dict:
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
-def check_depths(config: dict, arms: dict, source: str = "config") -> None:
-    """A depth plus its output must fit the server's context."""
-    depth = config["instruments"].get("depth")
-    limit = arms["control"]["args"].get("max-model-len")
-    if not depth or not isinstance(limit, int):
-        return
-    for i, d in enumerate(depth["depths"]):
-        if d + depth["output_tokens"] > limit:
-            raise KneeError(f"{source}: instruments.depth.depths[{i}]: {d} + output_tokens "
-                            f"{depth['output_tokens']} exceeds server.args.max-model-len {limit}")
+def check_instruments(config: dict, arms: dict, source: str = "config") -> None:
+    """What each configured instrument's section needs of the served arms (its Spec's check)."""
+    for name in instruments.names():
+        section, check = config["instruments"].get(name), instruments.get(name).check
+        if section and check is not None:
+            check(section, arms, source)
 
 
 def measured_sha256(config: dict) -> str:
@@ -229,7 +225,7 @@ def make_plan(config: dict, source: str = "config") -> Plan:
     check_argv(arms, source)
     check_one_variable(arms, config["variable"], source)
     check_bar(config, source)
-    check_depths(config, arms, source)
+    check_instruments(config, arms, source)
     together.check(config, arms, source)
     check_engine(config, arms, source)
     models.check_served(config, arms, source)

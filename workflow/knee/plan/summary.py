@@ -3,6 +3,7 @@ its pair order."""
 
 from __future__ import annotations
 
+from knee import instruments
 from knee.core import rulekinds
 from knee.core.records import Plan
 from knee.plan import stopping
@@ -12,8 +13,6 @@ from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 def describe(plan: Plan) -> str:
     """A short human summary of a plan (shown by every invocation, dry runs included)."""
     values = variable_values(plan)
-    sweep = plan["instruments"]["sweep"]
-    fixture = plan["instruments"].get("fixture")
     rules = "; ".join(
         f"{r['name']}: {r['instrument']} {r['metric']} @ {r['point']} "
         + rulekinds.summary_words(r)
@@ -29,12 +28,17 @@ def describe(plan: Plan) -> str:
         change,
         f"  sessions ({pairs}, {order_name(plan['protocol']['order'])} order): "
         + session_order(plan["protocol"]["sessions"]),
-        f"  sweep: concurrency {sweep['concurrency']} x {sweep['runs']} runs"
-        + (f"; fixture: {fixture['classes']} x {fixture['requests']}" if fixture else ""),
+        "  " + "; ".join(instrument_lines(plan)),
         f"  bar (alpha {plan['bar']['alpha']}, sha256 {plan['bar_sha256'][:12]}): "
         + rules,
     ]
     return "\n".join(lines)
+
+
+def instrument_lines(plan: Plan) -> list[str]:
+    """Each planned instrument's own summary (its Spec's), in the order a session runs them."""
+    return [summary(plan["instruments"][name]) for name in instruments.instrument_names(plan)
+            if (summary := instruments.get(name).summary) is not None]
 
 
 def session_order(sessions: list[dict]) -> str:
