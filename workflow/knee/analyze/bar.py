@@ -13,13 +13,13 @@ from typing import Any
 
 from knee.analyze import covariate, hosts, inference, robust, samework
 from knee.core import rulekinds
-from knee.core.records import Plan
+from knee.core.records import BarVerdict, ComparisonRow, Judged, Plan, RuleVerdict
 from knee.plan import adjust as registered
 from knee.plan import stopping
 
 
-def find(rows: list[dict[str, Any]], pair: int | str,
-         rule: dict[str, Any]) -> dict[str, Any] | None:
+def find(rows: Sequence[ComparisonRow], pair: int | str,
+         rule: Mapping[str, Any]) -> ComparisonRow | None:
     for r in rows:
         if (r["pair"] == pair and r["instrument"] == rule["instrument"]
                 and r["metric"] == rule["metric"] and str(r["point"]) == str(rule["point"])):
@@ -27,24 +27,25 @@ def find(rows: list[dict[str, Any]], pair: int | str,
     return None
 
 
-def judge_rule(rows: list[dict[str, Any]], pairs: int, rule: dict[str, Any], alpha: float,
+def judge_rule(rows: Sequence[ComparisonRow], pairs: int, rule: dict[str, Any], alpha: float,
                adjust: dict[str, Any] | None = None,
-               comparison: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    out = {"rule": rule["name"], "instrument": rule["instrument"], "point": rule["point"],
-           "metric": rule["metric"], "test": rulekinds.test_words(rule)}
+               comparison: Mapping[str, Any] | None = None) -> RuleVerdict:
+    out: RuleVerdict = {"rule": rule["name"], "instrument": rule["instrument"],
+                        "point": rule["point"], "metric": rule["metric"],
+                        "test": rulekinds.test_words(rule), "verdict": "INVALID"}
     found = [find(rows, p, rule) for p in range(1, pairs + 1)]
     if any(r is None or r["delta_pct"] is None for r in found):
-        return {**out, "verdict": "INVALID", "reason": "no measurement for this rule in pair "
-                + ", ".join(str(p) for p, r in enumerate(found, 1)
-                            if r is None or r["delta_pct"] is None)}
+        out["reason"] = "no measurement for this rule in pair " + ", ".join(
+            str(p) for p, r in enumerate(found, 1) if r is None or r["delta_pct"] is None)
+        return out
     present = [r for r in found if r is not None]  # every pair's
-    per_pair = [{"pair": p, "control": r["control"], "candidate": r["candidate"],
-                 "delta_pct": r["delta_pct"]} for p, r in enumerate(present, 1)]
+    out["per_pair"] = [{"pair": p, "control": r["control"], "candidate": r["candidate"],
+                        "delta_pct": r["delta_pct"]} for p, r in enumerate(present, 1)]
     effects = [inference.log_ratio(r["control"], r["candidate"]) for r in present]
     eff = inference.effect(effects)
     if eff is None or eff.n < pairs:
-        return {**out, "verdict": "INVALID", "per_pair": per_pair,
-                "reason": "a pair has no positive figure for this rule"}
+        out["reason"] = "a pair has no positive figure for this rule"
+        return out
     level = 1 - 2 * alpha
     if adjust is not None:
         known = [e for e in effects if e is not None]  # all of them: eff.n is every pair
@@ -52,22 +53,26 @@ def judge_rule(rows: list[dict[str, Any]], pairs: int, rule: dict[str, Any], alp
                                               level)
         out["adjustment"] = adjustment
         if eff_adj is not None:
-            out["unadjusted"] = judged(rule, eff, alpha, level)
+            out["unadjusted"] = dict(judged(rule, eff, alpha, level))
             eff = eff_adj
-    return {**out, **judged(rule, eff, alpha, level), "per_pair": per_pair}
+    decided: RuleVerdict = {**out, **judged(rule, eff, alpha, level)}
+    return decided
 
 
 def judged(rule: dict[str, Any], eff: inference.Effect, alpha: float,
-           level: float) -> dict[str, Any]:
+           level: float) -> Judged:
     """A rule's verdict on an effect over pairs, with its interval, MDE and pairs needed."""
     bounds = eff.bounds(level)
-    return {"verdict": inference.decide(rule, bounds), "estimate": inference.to_pct(eff.mean),
-            "interval": eff.interval_pct(level), "interval_level": inference.PAIRS,
-            "confidence": level, "pairs": eff.n,
-            "pairs_needed": inference.pairs_needed(rule, eff, alpha),
-            "mde_pct": inference.mde_pct(eff, alpha),
-            **({} if bounds else {"reason": "one boot pair: no interval over boots, so no "
-                                            "verdict; run at least two pairs"})}
+    out: Judged = {
+        "verdict": inference.decide(rule, bounds), "estimate": inference.to_pct(eff.mean),
+        "interval": eff.interval_pct(level), "interval_level": inference.PAIRS,
+        "confidence": level, "pairs": eff.n,
+        "pairs_needed": inference.pairs_needed(rule, eff, alpha),
+        "mde_pct": inference.mde_pct(eff, alpha)}
+    if not bounds:
+        out["reason"] = ("one boot pair: no interval over boots, so no verdict; run at least "
+                         "two pairs")
+    return out
 
 
 def adjusted_effect(comparison: Mapping[str, Any], rule: dict[str, Any], pairs: int,
@@ -123,29 +128,32 @@ def overall(verdicts: list[str]) -> str:
 
 def judge(comparison: Mapping[str, Any], bar: Mapping[str, Any], pairs: int, bar_sha256: str,
           measured_bar_sha256: set[str], looks: int = 1,
-          adjust: dict[str, Any] | None = None) -> dict[str, Any]:
+          adjust: dict[str, Any] | None = None) -> BarVerdict:
     """The bar over `pairs` pairs; with `looks` > 1 (stopping by precision) every rule decides
     at the alpha knee.plan.stopping spends on each look."""
     changed = any(h != bar_sha256 for h in measured_bar_sha256)
     alpha = stopping.alpha_per_look(bar["alpha"], looks)
-    base = {"experiment": comparison["experiment"], "bar": bar, "bar_sha256": bar_sha256,
-            "bar_changed": changed, "alpha": bar["alpha"], "looks": looks,
-            "alpha_per_look": alpha, "pairs": pairs, "method": inference.VERDICT_METHOD}
+    out: BarVerdict = {
+        "experiment": comparison["experiment"], "verdict": "INVALID", "rules": [],
+        "bar": dict(bar), "bar_sha256": bar_sha256, "bar_changed": changed,
+        "alpha": bar["alpha"], "looks": looks, "alpha_per_look": alpha, "pairs": pairs,
+        "method": inference.VERDICT_METHOD}
     if comparison["verdict"] != "VALID":
-        return {**base, "verdict": "INVALID", "rules": [],
-                "reason": "the comparison failed validation: no delta is judged"}
+        out["reason"] = "the comparison failed validation: no delta is judged"
+        return out
     if adjust is not None and (contrast := covariate.contrasts(
             comparison, bar["rules"], pairs, 1 - 2 * alpha, adjust["tolerance_pct"])):
-        base["covariate_contrast"] = contrast
+        out["covariate_contrast"] = contrast
         adjust = adjust if contrast["shown_zero"] else {**adjust, "withheld": withheld(contrast)}
-    rules = [judge_rule(comparison["rows"], pairs, r, alpha, adjust, comparison)
-             for r in bar["rules"]]
-    verdict = overall([r["verdict"] for r in rules])
-    base |= {"excused": found} if (found := excused(comparison, bar)) else {}
-    if (found := confounds(comparison, bar)) and verdict != "INVALID":
-        return {**base, "verdict": "CONFOUNDED", "rules": rules, "confounds": found,
-                "rules_verdict": verdict}
-    return {**base, "verdict": verdict, "rules": rules}
+    out["rules"] = [judge_rule(comparison["rows"], pairs, r, alpha, adjust, comparison)
+                    for r in bar["rules"]]
+    out["verdict"] = overall([r["verdict"] for r in out["rules"]])
+    if found := excused(comparison, bar):
+        out["excused"] = found
+    if (differed := confounds(comparison, bar)) and out["verdict"] != "INVALID":
+        out["confounds"], out["rules_verdict"] = differed, out["verdict"]
+        out["verdict"] = "CONFOUNDED"
+    return out
 
 
 def confounds(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -188,7 +196,7 @@ def excused(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dict[
 
 
 def judge_plan(plan: Plan, comparison: Mapping[str, Any],
-               boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+               boots: Sequence[Mapping[str, Any]]) -> BarVerdict:
     """The plan's bar over the pairs that ran, each rule at the bar's alpha spent over the
     protocol's looks; the bar hashes recorded at boot tell whether it changed since; where the
     sessions ran on several hosts, what each host measured (knee.analyze.hosts)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from knee import instruments
 from knee.analyze import (
@@ -27,7 +27,7 @@ from knee.analyze import (
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import decode_rate, gmean, mean, pct, point_summary
 from knee.core import metrics
-from knee.core.records import Plan
+from knee.core.records import Comparison, Plan
 from knee.plan.arms import differences, in_variable, shown_variable
 
 METRICS = metrics.NAMES  # knee.core.metrics declares each
@@ -345,8 +345,9 @@ def follows_speed(rule: dict[str, Any], sessions: Sessions,
             "correlation": round(statistics.correlation(xs, ys), 3)}
 
 
-def compare(plan: Plan, sessions: Sessions) -> dict[str, Any]:
-    """sessions[(pair, arm)] = {"boot": ..., "raw": {...}}. Returns the comparison payload."""
+def compare(plan: Plan, sessions: Sessions) -> Comparison:
+    """sessions[(pair, arm)] = {"boot": ..., "raw": {...}}: comparison.json's record (its
+    schema validates it as it is written; the instruments' derived sections among its keys)."""
     checked, bad = [], []
     n = max(pair for pair, _ in sessions)  # the pairs that ran (stopping by precision: fewer)
     for pair in range(1, n + 1):
@@ -387,7 +388,7 @@ def compare(plan: Plan, sessions: Sessions) -> dict[str, Any]:
     if clash := sorted(set(sections) & (set(head) | set(tail) | {"schema", "schema_version"})):
         raise ValueError(f"an instrument's derived section takes the comparison's own key "
                          f"{clash[0]!r}")
-    return {**head, **sections, **tail}
+    return cast(Comparison, {**head, **sections, **tail})
 
 
 def engine_side(plan: Plan, sessions: Sessions) -> dict[str, Any]:

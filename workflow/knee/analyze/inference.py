@@ -25,6 +25,7 @@ from scipy import stats
 
 from knee.analyze.stats import decode_rate, e2e, ttft
 from knee.core import metrics, rulekinds
+from knee.core.records import ComparisonRow
 
 PAIRS = "boot pairs"
 REQUESTS = "requests within one boot pair"
@@ -145,14 +146,20 @@ def mde_pct(eff: Effect, alpha: float, power: float = 0.8) -> float | None:
     return to_pct(width)
 
 
-def false_positives(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def false_positives(rows: Sequence[ComparisonRow]) -> dict[str, Any]:
     """Across-pairs rows whose interval excludes zero: in an A/A experiment each is a false
     positive."""
     across = [r for r in rows if r["pair"] == "all" and r["interval"]]
-    hits = [r for r in across if not r["interval"][0] <= 0 <= r["interval"][1]]
+    hits = [r for r in across if not holds_zero(r["interval"])]
     return {"rows": len(across), "excluding_zero": len(hits),
             "rate_pct": 100.0 * len(hits) / len(across) if across else None,
             "confidence": across[0]["confidence"] if across else None}
+
+
+def holds_zero(interval: Sequence[float | None] | None) -> bool:
+    """Whether an interval holds zero (one without both bounds cannot exclude it)."""
+    lo, hi = interval or (None, None)
+    return lo is None or hi is None or lo <= 0 <= hi
 
 
 def request_rate(rec: Mapping[str, Any]) -> float | None:

@@ -14,7 +14,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -25,6 +25,7 @@ from knee.analyze.stats import in_flight, window_client_summary
 from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import config_default
+from knee.core.records import WindowMetrics
 
 KNEE_THRESHOLD = config_default("analysis.knee_threshold")
 DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -277,7 +278,7 @@ def acceptance_table(windows: Sequence[Mapping[str, Any]],
 def instrument_metrics(raw: Mapping[str, Any], before: str, after: str, speculation: bool,
                        knee_threshold: float, files: str,
                        withheld: Mapping[float | str, str] | None = None,
-                       spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                       spec: Mapping[str, Any] | None = None) -> WindowMetrics:
     """The window metrics of one instrument run (and, where each point brackets scrapes of its
     own, as the probe's temperatures do, of each point). withheld: temperature -> why the
     engine's sampling there is not a measurement (knee.analyze.sampling.withheld): a window or
@@ -299,7 +300,9 @@ def instrument_metrics(raw: Mapping[str, Any], before: str, after: str, speculat
             all("prom_before" in p for p in raw["points"]):
         out["temperatures"] = [point_metrics(raw, p, speculation, knee_threshold, files, gone,
                                              spec) for p in raw["points"]]
-    return out
+    # the keys window_deltas makes, each declared by the record (tests/core/test_records.py
+    # holds it to the schema and to every published file); the schema checks it as it is written
+    return cast(WindowMetrics, {"session": raw["session"], "instrument": raw["instrument"], **out})
 
 
 def point_metrics(raw: Mapping[str, Any], p: dict[str, Any], speculation: bool,
@@ -331,7 +334,7 @@ def withhold(metrics: dict[str, Any], why: str) -> dict[str, Any]:
 
 
 def window_metrics(raw: Mapping[str, Any], boot: Mapping[str, Any], before: Path, after: Path,
-                   knee_threshold: float) -> dict[str, Any]:
+                   knee_threshold: float) -> WindowMetrics:
     """One instrument window's metrics from its raw file and scrapes (workflow and audit)."""
     return instrument_metrics(
         raw, jsonio.read_text(before), jsonio.read_text(after),

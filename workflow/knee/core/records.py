@@ -7,6 +7,8 @@ A nested section that no module reads as a whole stays a mapping of its own (`Se
 from typing import Any, Required, TypedDict
 
 Section = dict[str, Any]
+# a config as knee.plan.config.validate returns it: config.schema.yaml's keys, defaults filled
+Config = dict[str, Any]
 # a point of an instrument: a sweep's concurrency, a probe's temperature, or "all"
 Point = int | float | str
 
@@ -148,9 +150,9 @@ class WindowMetrics(Stamped, total=False):
 
     session: Required[str]
     instrument: Required[str]
-    window: Required[list[Section]]
-    requests: Required[Any]
-    generation_tokens: Required[Any]
+    window: Required[str]  # session/instrument
+    requests: Required[int]
+    generation_tokens: Required[float]
     flags: Required[list[str]]
     server_latency: Required[Section]
     client_latency: Required[Section]
@@ -254,10 +256,28 @@ class Comparison(Stamped, total=False):
     sampling_rejudged: list[Section]
     simultaneous: Section
     interleaved: Section
+    # windows whose raw records disagree with the server's counters (none: no key)
+    counter_disagreements: list[Section]
+
+
+class Judged(TypedDict, total=False):
+    """A rule's decision on an effect over pairs (knee.analyze.bar.judged): its verdict, the
+    interval it used, the smallest effect it could see and the pairs it would need."""
+
+    verdict: Required[str]
+    estimate: Required[float | None]
+    interval: Required[list[float] | None]
+    interval_level: Required[str | None]
+    confidence: Required[float | None]
+    mde_pct: Required[float | None]
+    pairs: Required[int]
+    pairs_needed: Required[int | None]
+    reason: str  # one pair: why there is no verdict
 
 
 class RuleVerdict(TypedDict, total=False):
-    """One bar rule decided: its interval against its threshold, and what it needs."""
+    """One bar rule decided: its interval against its threshold, and what it needs (an
+    INVALID rule: why, and no more than the pairs it had)."""
 
     rule: Required[str]
     instrument: Required[str]
@@ -265,14 +285,14 @@ class RuleVerdict(TypedDict, total=False):
     point: Required[Any]
     verdict: Required[str]
     test: Required[str]
-    estimate: Required[float | None]
-    interval: Required[list[float | None] | None]
-    interval_level: Required[str | None]
-    confidence: Required[float | None]
-    mde_pct: Required[float | None]
-    pairs: Required[int]
-    pairs_needed: Required[int | None]
-    per_pair: Required[list[Section]]
+    estimate: float | None
+    interval: list[float] | None
+    interval_level: str | None
+    confidence: float | None
+    mde_pct: float | None
+    pairs: int
+    pairs_needed: int | None
+    per_pair: list[Section]
     reason: str
     adjustment: Section
     unadjusted: Section
@@ -292,8 +312,9 @@ class BarVerdict(Stamped, total=False):
     pairs: Required[int]
     method: Required[str]
     rules: Required[list[RuleVerdict]]
+    reason: str  # INVALID: why no rule was judged
     bar: Section
-    confounds: list[str]
+    confounds: list[Section]  # each difference between the arms the bar did not expect
     excused: list[dict[str, str]]  # each expected engine difference and the entry that excused it
     covariate_contrast: Section  # bar.adjust: the arms' speed difference between figures' spans
     rules_verdict: str

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from knee.core.jsonio import atomic_write_text
+from knee.core.records import Section
 
 INDEX = "knee-cache-index.json"
 AOT_DIR = Path("torch_compile_cache") / "torch_aot_compile"
@@ -30,7 +31,7 @@ AOT_LINE = re.compile(
 AOT_EVENT = {"Directly": "loaded", "Compiling": "load_failed", "saved": "saved"}
 
 
-def fingerprint(arm: dict, model_sha256: str | None, engine: str) -> str:
+def fingerprint(arm: Section, model_sha256: str | None, engine: str) -> str:
     """What decides the cache key, as far as knee can see it: server settings, model, engine."""
     blob = json.dumps({"arm": arm, "model": model_sha256, "engine": engine}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -43,7 +44,7 @@ def _count(folder: Path, skip: tuple[str, ...] = ()) -> int:
                if p.is_file() and p.relative_to(folder).parts[0] not in skip)
 
 
-def snapshot(cache_root: Path) -> dict:
+def snapshot(cache_root: Path) -> Section:
     """Per key: its AOT artifacts and how many entries each inner layer holds."""
     base = Path(cache_root) / AOT_DIR
     out = {}
@@ -60,14 +61,15 @@ def snapshot(cache_root: Path) -> dict:
     return out
 
 
-def read_index(cache_root: Path) -> dict:
+def read_index(cache_root: Path) -> Section:
     try:
-        return json.loads((Path(cache_root) / INDEX).read_text(encoding="utf-8"))
+        index: Section = json.loads((Path(cache_root) / INDEX).read_text(encoding="utf-8"))
+        return index
     except (OSError, ValueError):
         return {}
 
 
-def predict(cache_root: Path, arm_fingerprint: str, snap: dict) -> dict:
+def predict(cache_root: Path, arm_fingerprint: str, snap: Section) -> Section:
     """Before a boot: the key this arm used last time against this cache, and whether it is
     there. Without an earlier boot of the arm the answer is unknown (or a miss: empty cache)."""
     known = read_index(cache_root).get(arm_fingerprint)
@@ -84,7 +86,7 @@ def predict(cache_root: Path, arm_fingerprint: str, snap: dict) -> dict:
                       "present); its key is known after the boot"}
 
 
-def observe(log_text: str, before: dict, after: dict) -> dict:
+def observe(log_text: str, before: Section, after: Section) -> Section:
     """After a boot: the key(s) the engine used and what each layer did."""
     events: dict[str, list[str]] = {}
     for m in AOT_LINE.finditer(log_text):
@@ -123,7 +125,7 @@ def _layer_state(before: int, written: int, compiled: bool) -> str:
     return f"partial ({written} entries written beside {before})"
 
 
-def _verdict(layers: dict) -> str:
+def _verdict(layers: Section) -> str:
     if layers["aot"] == "loaded":
         return "hit"
     if any(layers[x]["state"].startswith(("hit", "partial")) for x in ("inductor", "aotautograd")):

@@ -23,12 +23,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import orjson
 
 from knee.analyze.stats import held_share
 from knee.core.prompts import ENDPOINTS
+from knee.core.records import Section
 
 try:
     import uvloop
@@ -68,7 +69,7 @@ class StreamError(ValueError):
     """The server reported an error inside the event stream, or broke its usage contract."""
 
 
-def _apply_chunk(rec: Record, data: dict, now: float) -> None:
+def _apply_chunk(rec: Record, data: Section, now: float) -> None:
     usage = data.get("usage")
     choices = data.get("choices")
     if not choices or not usage or "completion_tokens" not in usage or "error" in data:
@@ -99,7 +100,8 @@ def _apply_chunk(rec: Record, data: dict, now: float) -> None:
         rec.server_stamps.append(data["t_server"])
 
 
-def _other_chunk(rec: Record, data: dict, usage: dict | None, choices: list | None) -> None:
+def _other_chunk(rec: Record, data: Section, usage: Section | None,
+                 choices: list[Any] | None) -> None:
     """An event that is not one more token chunk: an error, a broken contract, or the end."""
     if "error" in data:  # vLLM reports a failure after the 200 as an error event
         raise StreamError(f"error event: {orjson.dumps(data['error']).decode()[:500]}")
@@ -127,10 +129,11 @@ class _Stream:
     body: bytes
     need: int | None  # bytes left in this HTTP chunk
 
-    def __init__(self, t0: float, sock: socket.socket | None = None, loop=None):
+    def __init__(self, t0: float, sock: socket.socket | None = None,
+                 loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.t0, self.sock, self.loop = t0, sock, loop
         self.rec: Record | None = None
-        self.done: asyncio.Future | None = None
+        self.done: asyncio.Future[None] | None = None
         self.lost, self.keep, self.floor = False, True, 0.0
 
     @classmethod
@@ -154,18 +157,20 @@ class _Stream:
     def close(self) -> None:
         self.lost = True
         if self.sock is not None:
+            assert self.loop is not None  # a connected stream reads on its loop
             self.loop.remove_reader(self.sock.fileno())
             self.sock.close()
             self.sock = None
 
     async def exchange(self, request: bytes, rec: Record) -> None:
         """Send one request and wait for its whole response."""
+        assert self.loop is not None and self.sock is not None  # connected
         done = self.loop.create_future()
         self.start(rec, done)
         await self.loop.sock_sendall(self.sock, request)
         await done
 
-    def start(self, rec: Record, done: asyncio.Future) -> None:
+    def start(self, rec: Record, done: asyncio.Future[None]) -> None:
         self.rec, self.done, self.floor = rec, done, rec.t_send
         self.head, self.status, self.chunked, self.length = b"", None, False, None
         self.raw, self.body, self.need = b"", b"", None  # need: bytes left in this HTTP chunk
@@ -200,7 +205,7 @@ class _Stream:
             now = self.floor = min(now, max(arrived, self.floor))
         self.data_received(data, now)
 
-    def _closed(self, reason) -> None:
+    def _closed(self, reason: str | OSError) -> None:
         self.close()
         if self.done is not None and self.status is not None and not self.chunked \
                 and self.length is None:  # a body delimited by the close
@@ -305,7 +310,7 @@ class _Stream:
             self._finish()
 
 
-def request_bytes(target, body: dict) -> bytes:
+def request_bytes(target: SplitResult, body: Section) -> bytes:
     """The POST request of one body to a urlsplit() target (built before the clock starts)."""
     payload = orjson.dumps(body)
     head = (f"POST {target.path} HTTP/1.1\r\nHost: {target.netloc}\r\n"
@@ -314,7 +319,8 @@ def request_bytes(target, body: dict) -> bytes:
     return head + payload
 
 
-def request_body(api: str, model: str, prompt, sampling: dict, index: int = 0) -> dict:
+def request_body(api: str, model: str, prompt: str | list[int], sampling: Section,
+                 index: int = 0) -> Section:
     """One request's JSON body. A sampling seed is the window's seed plus the request's index:
     every request samples its own stream, and the same request samples it again in every
     session."""
@@ -343,7 +349,7 @@ def output_digest(rec: Record) -> str | None:
     return rec.output_sha256
 
 
-def length_error(rec: Record, sampling: dict) -> str | None:
+def length_error(rec: Record, sampling: Section) -> str | None:
     """An answer longer than max_tokens, or under ignore_eos not exactly max_tokens long, is
     not the request that was sent: the record is an error, not a measurement."""
     cap, n = sampling.get("max_tokens"), rec.output_tokens
@@ -374,10 +380,10 @@ class Hold:
     floor: int
 
 
-async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
+async def closed_loop(base_url: str, model: str, prompts: list[Any], sampling: Section,
                       concurrency: int, timeout_s: float, warmup: bool = False,
-                      api: str = "completions", done: list | None = None,
-                      hold: Hold | None = None, turn: Turn | None = None) -> dict:
+                      api: str = "completions", done: list[Any] | None = None,
+                      hold: Hold | None = None, turn: Turn | None = None) -> Section:
     """Send every prompt (or, held, as many as `hold` says) with `concurrency` requests in
     flight; return records and wall time. Each finished request's record is appended to `done`
     (a list the caller may watch). `turn` (one request in flight only): each request waits for
@@ -456,9 +462,10 @@ async def closed_loop(base_url: str, model: str, prompts: list, sampling: dict,
     return out
 
 
-def run(base_url: str, model: str, prompts: list, sampling: dict, concurrency: int,
+def run(base_url: str, model: str, prompts: list[Any], sampling: Section, concurrency: int,
         timeout_s: float, warmup: bool = False, api: str = "completions",
-        done: list | None = None, hold: Hold | None = None, turn: Turn | None = None) -> dict:
+        done: list[Any] | None = None, hold: Hold | None = None,
+        turn: Turn | None = None) -> Section:
     """One closed loop, with the cyclic garbage collector off while it runs: a collection
     of the whole heap stalls the loop for milliseconds, and every stream then reads several
     chunks at once. What it would have collected waits for the next collection after the run."""

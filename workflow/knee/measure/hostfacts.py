@@ -16,6 +16,8 @@ import resource
 import time
 from pathlib import Path
 
+from knee.core.records import Section
+
 PROC = Path("/proc")
 SYS_CPU = Path("/sys/devices/system/cpu")
 # /proc/stat columns after the cpu name
@@ -53,7 +55,7 @@ def pressure_us(proc: Path = PROC) -> int | None:
     return None
 
 
-def group_cpu(pgid: int | None, proc: Path = PROC) -> dict[str, dict]:
+def group_cpu(pgid: int | None, proc: Path = PROC) -> dict[str, Section]:
     """CPU seconds and thread count of every process in one process group (the engine's)."""
     if pgid is None:
         return {}
@@ -72,7 +74,7 @@ def group_cpu(pgid: int | None, proc: Path = PROC) -> dict[str, dict]:
     return out
 
 
-def group_window(before: dict, after: dict, wall_s: float) -> list[dict]:
+def group_window(before: Section, after: Section, wall_s: float) -> list[Section]:
     """Per engine process alive at the end of the window: its share of one CPU over it."""
     out = []
     for pid, end in sorted(after.items(), key=lambda kv: int(kv[0])):
@@ -82,7 +84,7 @@ def group_window(before: dict, after: dict, wall_s: float) -> list[dict]:
     return out
 
 
-def snapshot(proc: Path = PROC, sys_cpu: Path = SYS_CPU) -> dict | None:
+def snapshot(proc: Path = PROC, sys_cpu: Path = SYS_CPU) -> Section | None:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     try:
         load = (proc / "loadavg").read_text(encoding="utf-8").split()
@@ -93,15 +95,18 @@ def snapshot(proc: Path = PROC, sys_cpu: Path = SYS_CPU) -> dict | None:
         return None
 
 
-def foreign_busy(cpus: dict, names: list[str], own_cpu_s: float, wall_s: float) -> float | None:
+def foreign_busy(cpus: Section, names: list[str], own_cpu_s: float, wall_s: float) -> float | None:
     """The share of the load generator's CPUs busy with anything but the load generator."""
     shares = [cpus[n]["busy"] for n in names if n in cpus]
     if not shares or wall_s <= 0:
         return None
-    return round(max(0.0, sum(shares) / len(shares) - own_cpu_s / (wall_s * len(shares))), 4)
+    other: float = round(max(0.0, sum(shares) / len(shares)
+                             - own_cpu_s / (wall_s * len(shares))), 4)
+    return other
 
 
-def window(before: dict | None, after: dict | None, client_cpus: list[int] | None = None) -> dict:
+def window(before: Section | None, after: Section | None,
+           client_cpus: list[int] | None = None) -> Section:
     """What the host did between two snapshots: per CPU busy, steal and iowait shares, CPU
     pressure, and the load generator's own CPU time against its CPUs' busy share."""
     if before is None or after is None:

@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any, Self
+
+from knee.core.records import Section
 
 WORK = 20_000
 INTERVAL_S = 0.25
@@ -48,7 +51,7 @@ def sample(cpus: list[int]) -> dict[str, float]:
     return out
 
 
-def summary(samples: list[tuple[float, str, float]], t0: float, t1: float) -> dict:
+def summary(samples: list[tuple[float, str, float]], t0: float, t1: float) -> Section:
     """Per CPU over [t0, t1]: median, 10th and 90th percentile and count of the samples."""
     per_cpu: dict[str, list[float]] = {}
     for t, cpu, speed in samples:
@@ -63,7 +66,7 @@ def summary(samples: list[tuple[float, str, float]], t0: float, t1: float) -> di
     return out
 
 
-def series(samples: list[tuple[float, str, float]], t0: float, t1: float) -> dict:
+def series(samples: list[tuple[float, str, float]], t0: float, t1: float) -> Section:
     """The samples taken over [t0, t1], compact: each sampling round's time in milliseconds
     after t0, and per CPU its speeds in that order (None where a round did not sample it)."""
     rounds = sorted({t for t, _, _ in samples if t0 <= t <= t1})
@@ -89,20 +92,20 @@ class ChildSampler:
     output is `parse`d into `samples` when the block ends, `during(t0, t1)` summarises them.
     The child dies with its parent, even by SIGKILL."""
 
-    samples: list
+    samples: list[Any]
 
     def argv(self) -> list[str]:
         raise NotImplementedError
 
-    def parse(self, text: str) -> list:
+    def parse(self, text: str) -> list[Any]:
         raise NotImplementedError
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self.out = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
         self.proc = subprocess.Popen(self.argv(), stdout=self.out, preexec_fn=_die_with_parent)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.proc.terminate()
         try:
             self.proc.wait(timeout=5)
@@ -124,13 +127,13 @@ class Sampler(ChildSampler):
         return [sys.executable, "-m", "knee.measure.hostspeed", ",".join(map(str, self.cpus)),
                 str(self.interval)]
 
-    def parse(self, text: str) -> list:
+    def parse(self, text: str) -> list[Any]:
         return parse(text)
 
-    def during(self, t0: float, t1: float) -> dict:
+    def during(self, t0: float, t1: float) -> Section:
         return summary(self.samples, t0, t1)
 
-    def series(self, t0: float, t1: float) -> dict:
+    def series(self, t0: float, t1: float) -> Section:
         return series(self.samples, t0, t1)
 
 
@@ -142,7 +145,7 @@ def sampled_cpus(engine_cpus: list[int] | None) -> list[int]:
     return sorted(os.sched_getaffinity(0) | set(engine_cpus or []))
 
 
-def idle_probe(cpus: list[int], seconds: float = IDLE_PROBE_S) -> dict:
+def idle_probe(cpus: list[int], seconds: float = IDLE_PROBE_S) -> Section:
     """The CPUs' speed over `seconds` with nothing sent to the engine (booted, checked, before
     its first window): a host speed the change cannot move, since no request of the arm runs
     in it (bar.adjust.covariate idle_speed)."""

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from knee.core.errors import KneeError
+from knee.core.records import Section
 
 LISTEN = "0A"  # the TCP state code of a listening socket in /proc/net/tcp
 
@@ -38,7 +39,7 @@ def _address(hex_addr: str) -> str:
     return str(address.ipv4_mapped or address)
 
 
-def listening(pgid: int) -> list[dict]:
+def listening(pgid: int) -> list[Section]:
     """[{"address", "port"}] of every TCP socket the process group listens on."""
     inodes, found = _inodes(pgid), []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -54,7 +55,7 @@ def listening(pgid: int) -> list[dict]:
     return sorted(found, key=lambda x: (x["address"], x["port"]))
 
 
-def outside(listeners: list[dict], host: str) -> list[dict]:
+def outside(listeners: list[Section], host: str) -> list[Section]:
     """The listeners not on `host` (every one is allowed where host is an any-address)."""
     try:
         wanted = ipaddress.ip_address(host)
@@ -66,7 +67,7 @@ def outside(listeners: list[dict], host: str) -> list[dict]:
     return [x for x in listeners if x["address"] not in allowed]
 
 
-def check(pgid: int, host: str, api_port: int, internal: str | None, sid: str) -> list[dict]:
+def check(pgid: int, host: str, api_port: int, internal: str | None, sid: str) -> list[Section]:
     """The TCP sockets the engine's processes (process group `pgid`) listen on. Its API port
     beyond runtime.host stops the session before it measures (a flag or variable that reached
     --host by another way), and so does any other port unless runtime.internal_listeners is

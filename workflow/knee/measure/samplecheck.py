@@ -18,6 +18,7 @@ import httpx
 from knee.analyze import sampling
 from knee.analyze.temperature import NO_CUT, Cut
 from knee.core.errors import KneeError
+from knee.core.records import Section
 
 # half the prompts continue what came before, so that a drafter proposes often and the tokens at
 # draft positions, where a sampler under speculation can go wrong, are many; half are open
@@ -56,7 +57,7 @@ TOP = 20  # vLLM's default max-logprobs
 RESPONSE_BYTES = 4 << 20
 
 
-def post(base_url: str, body: dict, timeout_s: float) -> dict:
+def post(base_url: str, body: Section, timeout_s: float) -> Section:
     """One non-streamed completion, its response read up to RESPONSE_BYTES."""
     with httpx.Client(timeout=timeout_s) as http, \
             http.stream("POST", f"{base_url}/v1/completions", json=body) as r:
@@ -69,7 +70,8 @@ def post(base_url: str, body: dict, timeout_s: float) -> dict:
         if r.status_code != 200:
             raise KneeError(f"sampling check: {base_url}/v1/completions answered "
                             f"{r.status_code}: {data[:300]!r}")
-    return json.loads(data)
+    answer: Section = json.loads(data)
+    return answer
 
 
 def boot_seed(seed: int, session: str) -> int:
@@ -79,7 +81,7 @@ def boot_seed(seed: int, session: str) -> int:
 
 
 def sample(base_url: str, model: str, prompt: str, temperature: float, seed: int,
-           timeout_s: float, cut: Cut = NO_CUT) -> dict:
+           timeout_s: float, cut: Cut = NO_CUT) -> Section:
     # tokens named by id ("token_id:N"): by text, tokens that decode alike share one key and
     # the 20 likeliest come back fewer, which no judgment can read
     body = {"model": model, "prompt": prompt, "max_tokens": OUTPUT_TOKENS, "seed": seed,
@@ -114,7 +116,7 @@ def cut_at(sampling: Mapping[str, Any] | None, temperature: float) -> Cut:
 
 def check(base_url: str, model: str, temperatures: list[float], seed: int,
           timeout_s: float = 600.0, sampling_config: Mapping[str, Any] | None = None,
-          logprobs_mode: str = sampling.RAW) -> list[dict]:
+          logprobs_mode: str = sampling.RAW) -> list[Section]:
     """Every temperature's verdict with the records it rests on. seed: this boot's first
     (boot_seed); sampling_config: instruments.sampling, whose top_k and top_p are checked."""
     out = []

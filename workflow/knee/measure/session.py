@@ -27,7 +27,7 @@ from knee import instruments
 from knee.analyze import resolved
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.instruments import instrument_names
 from knee.measure import (
     cache,
@@ -42,13 +42,14 @@ from knee.measure import (
     together,
 )
 from knee.measure.runtime import docker, endpoint, external, process
+from knee.measure.runtime.endpoint import Served
 from knee.measure.runtime.process import Engine, split_cpus
 from knee.measure.runtime.target import Target
 from knee.plan import adjust, arms, engineflags, runtimes, secrets
 from knee.plan import together as ptogether
 
 
-def _raise_on_signal(signum, _frame):
+def _raise_on_signal(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
@@ -56,7 +57,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def session_info(plan: Plan, sid: str) -> dict:
+def session_info(plan: Plan, sid: str) -> Section:
     for s in plan["protocol"]["sessions"]:
         if s["id"] == sid:
             return s
@@ -70,9 +71,9 @@ class Session:
     plan: Plan
     sid: str
     root: Path
-    info: dict = field(init=False)
-    arm: dict = field(init=False)
-    rt: dict = field(init=False)
+    info: Section = field(init=False)
+    arm: Section = field(init=False)
+    rt: Section = field(init=False)
     staging: Path = field(init=False)
     log: Path = field(init=False)
     cache_root: Path = field(init=False)
@@ -99,7 +100,7 @@ class Session:
         """The plan with this session's runtime section (simultaneous order: its set)."""
         return cast(Plan, {**self.plan, "runtime": self.rt})
 
-    def receipt(self, kind: str, payload: dict) -> None:
+    def receipt(self, kind: str, payload: Section) -> None:
         jsonio.write(self.staging / layout.receipt(self.sid, kind), kind,
                      {"experiment": self.plan["name"], "session": self.sid, **payload})
 
@@ -154,7 +155,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     publish(s.staging, root)
 
 
-def model_facts(model: dict) -> dict:
+def model_facts(model: Section) -> Section:
     """The plan's model with its hashes: the generated model's, and the tokenizer's."""
     model = dict(model)
     made = Path(model["path"]) / "knee-model.json"  # absent for an external server's model
@@ -174,11 +175,11 @@ class CacheExpectation:
     """Before a boot: the arm's cache fingerprint, what the compile cache is expected to do
     (knee.measure.cache.predict) and the cache folder as it was."""
     arm_key: str
-    expected: dict
-    snap_before: dict
+    expected: Section
+    snap_before: Section
 
 
-def expect_cache(s: Session, model: dict, engine_facts: dict) -> CacheExpectation:
+def expect_cache(s: Session, model: Section, engine_facts: Section) -> CacheExpectation:
     """Whether the compile cache is expected to hit; a miss under on_cache_miss: fail stops
     the session before anything boots."""
     arm_key = cache.fingerprint(s.arm, model["sha256"], json.dumps(
@@ -207,13 +208,15 @@ def prepare_folders(s: Session) -> None:
         s.log.rename(s.log.with_suffix(f".{int(time.time())}.log"))
 
 
-def make_engine(s: Session, model: dict, engine_facts: dict, python: str,
-                engine_cpus: list[int] | None) -> tuple[Engine, dict]:
+def make_engine(s: Session, model: Section, engine_facts: Section, python: str,
+                engine_cpus: list[int] | None) -> tuple[Served, Section]:
     """The engine of the session's runtime and what its boot receipt says of its launch."""
-    return LAUNCH[s.runtime.kind](s, model, engine_facts, python, engine_cpus)
+    launched: tuple[Served, Section] = LAUNCH[s.runtime.kind](s, model, engine_facts, python,
+                                                            engine_cpus)
+    return launched
 
 
-def boot(s: Session, engine: Engine, facts: dict, expectation: CacheExpectation | None) -> None:
+def boot(s: Session, engine: Served, facts: Section, expectation: CacheExpectation | None) -> None:
     """Start the engine, wait until it serves, and write the cache and boot receipts (an
     external server: wait until it answers; no compile cache is knee's to see)."""
     cache_before = receipts.compile_cache(s.cache_root) if s.runtime.compile_cache else None
@@ -225,7 +228,7 @@ def boot(s: Session, engine: Engine, facts: dict, expectation: CacheExpectation 
     if gpus := gpu.ids(s.rt):
         hardware["nvml"] = gpu.facts(gpu.nvml(), gpus)
     if s.runtime.child_process:
-        assert engine.proc is not None  # started: wait_healthy returned
+        assert isinstance(engine, Engine) and engine.proc is not None  # started and healthy
         facts = {**facts, "listening": listening.check(
             engine.proc.pid, s.rt["host"], engine.port, s.rt.get("internal_listeners"), s.sid)}
     if s.runtime.boots:  # the engine's log is knee's
@@ -257,7 +260,7 @@ def boot(s: Session, engine: Engine, facts: dict, expectation: CacheExpectation 
     })
 
 
-def cache_receipt(s: Session, pair_arm: dict, boot_s: float, e: CacheExpectation,
+def cache_receipt(s: Session, pair_arm: Section, boot_s: float, e: CacheExpectation,
                   log: str) -> None:
     """What the boot did with the compile cache (its log says), against what was expected."""
     observed = cache.observe(log, e.snap_before, cache.snapshot(s.cache_root))
@@ -267,13 +270,13 @@ def cache_receipt(s: Session, pair_arm: dict, boot_s: float, e: CacheExpectation
                         "boot_seconds": round(boot_s, 3)})
 
 
-def after_boot(s: Session, before: dict) -> dict:
+def after_boot(s: Session, before: Section) -> Section:
     after = receipts.compile_cache(s.cache_root)
     return {**before, "keys_after": after["keys"],
             "new_keys": sorted(set(after["keys"]) - set(before["keys"]))}
 
 
-def stop(s: Session, engine: Engine, ok: bool) -> None:
+def stop(s: Session, engine: Served, ok: bool) -> None:
     """Stop the engine whatever happened (a second Ctrl-C cannot skip it) and write the stop
     receipt; a failed session's staging folder is kept under failed/."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -292,7 +295,7 @@ def stop(s: Session, engine: Engine, ok: bool) -> None:
         print(f"session {s.sid} failed; partial data kept in {failed}", file=sys.stderr)
 
 
-def used(s: Session) -> dict:
+def used(s: Session) -> Section:
     """What the session used, from start to stop: its wall time, the peak resident memory of
     knee's session process, and of the engine where it is knee's child (process runtime: the
     largest engine process the kernel saw exit, server or engine core); a container's memory
@@ -304,7 +307,7 @@ def used(s: Session) -> dict:
             "engine_peak_rss_mib": round(child, 1) if s.runtime.child_process else None}
 
 
-def check_same_engine(s: Session, python: str, engine_facts: dict) -> None:
+def check_same_engine(s: Session, python: str, engine_facts: Section) -> None:
     """Before anything boots, where the engine is an environment of this host (runtime.engine):
     it is the one the folder's engine receipt records. A folder measured over several hosts
     (one GPU lease after another) goes on only with the same engine versions."""
@@ -323,7 +326,7 @@ def check_same_engine(s: Session, python: str, engine_facts: dict) -> None:
             "under a new name")
 
 
-def check_flags(s: Session, engine_facts: dict) -> None:
+def check_flags(s: Session, engine_facts: Section) -> None:
     """Before anything boots: the arm's flags are the engine's own options, in full."""
     options = engine_facts.get("options")
     if options:
@@ -333,9 +336,9 @@ def check_flags(s: Session, engine_facts: dict) -> None:
                                frozenset(o[2:] for o in options), f"vllm {version}")
 
 
-def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: dict,
+def measure(engine: Served, plan: Plan, name: str, sid: str, out: Path, model: Section,
             client_cpus: list[int] | None = None, engine_cpus: list[int] | None = None,
-            meet: Callable[[], dict] | None = None,
+            meet: Callable[[], Section] | None = None,
             turns: together.Turns | None = None) -> None:
     """One instrument window: scrape, traffic, scrape (`meet`: waits for the simultaneous
     partner, just before the traffic; `turns`: interleaved order, the traffic takes turns with
@@ -377,7 +380,7 @@ def measure(engine: Engine, plan: Plan, name: str, sid: str, out: Path, model: d
     progress.say(f"{sid} {name} window done: {len(result['points'])} points in {took:.1f} s")
 
 
-def first_scrape(engine: Engine, where: str) -> str:
+def first_scrape(engine: Served, where: str) -> str:
     """A window's first scrape; where it fails, an engine that exited is named as such (its
     exit may take a moment to be seen after its socket closed)."""
     try:

@@ -18,8 +18,10 @@ import random
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from knee.core.prompts import WORDS as PROMPT_WORDS
+from knee.core.records import Section
 
 # the corpus the tokenizer is trained on: the prompts' words with "for" a second time, before
 # "while" (the generated model's sha256, which published results record, follows this list)
@@ -42,7 +44,7 @@ def corpus(seed: int, prompt_dir: Path | None, lines: int = 4000) -> list[str]:
     return text
 
 
-def train_tokenizer(seed: int, vocab_size: int, prompt_dir: Path | None):
+def train_tokenizer(seed: int, vocab_size: int, prompt_dir: Path | None) -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
@@ -59,7 +61,7 @@ def train_tokenizer(seed: int, vocab_size: int, prompt_dir: Path | None):
 
 
 def build(out: Path, seed: int, layers: int, hidden: int, heads: int, vocab_size: int,
-          max_len: int, prompt_dir: Path | None, shape: dict | None = None) -> dict:
+          max_len: int, prompt_dir: Path | None, shape: Section | None = None) -> Section:
     """shape: kv_heads, intermediate (absent: heads, twice hidden), weights (False: the
     config and tokenizer only) and logit_scale (config.json's, which vLLM multiplies every logit
     by)."""

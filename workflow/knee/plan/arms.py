@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Config, Plan, Section
 from knee.plan import engineflags, models, runtimes, secrets
 
 ARMS = ("control", "candidate")
@@ -65,7 +65,7 @@ def deep_merge(base: Any, over: Any) -> Any:
     return copy.deepcopy(over)
 
 
-def resolve_arms(config: dict) -> dict[str, dict]:
+def resolve_arms(config: Config) -> dict[str, Section]:
     base = {"env": {}, "args": {}, "speculative_config": None, **config["server"]}
     return {arm: deep_merge(base, config["arms"].get(arm) or {}) for arm in ARMS}
 
@@ -85,7 +85,7 @@ def typed(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def differences(a: dict, b: dict) -> list[tuple[str, Any, Any]]:
+def differences(a: Section, b: Section) -> list[tuple[str, Any, Any]]:
     """Settings whose values differ, with their types (an absent setting reads as null, as
     the engine sees it)."""
     fa, fb = flatten(a), flatten(b)
@@ -98,7 +98,7 @@ def in_variable(key: str, variable: str | list[str]) -> bool:
     return any(key == v or key.startswith(v + ".") for v in variables(variable))
 
 
-def leaf(arm: dict, path: str) -> Any:
+def leaf(arm: Section, path: str) -> Any:
     node: Any = arm
     for part in path.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -107,7 +107,7 @@ def leaf(arm: dict, path: str) -> Any:
     return node
 
 
-def check_leaves(arms: dict[str, dict], variable: str | list[str], source: str) -> None:
+def check_leaves(arms: dict[str, Section], variable: str | list[str], source: str) -> None:
     """Each declared variable names one setting, not a group of them; a group that one arm
     switches off (null or absent: speculation off against on) is one setting."""
     for v in variables(variable):
@@ -123,7 +123,7 @@ def check_leaves(arms: dict[str, dict], variable: str | list[str], source: str) 
                     f"{v}.{sorted(value)[0]}, or list each that must: variable: [{v}.a, {v}.b]")
 
 
-def check_one_variable(arms: dict[str, dict], variable: str | list[str],
+def check_one_variable(arms: dict[str, Section], variable: str | list[str],
                        source: str = "config") -> None:
     """Refuse arms that differ anywhere but the declared variable (values compared with their
     types), or not in each declared setting; then compare what the engine would see."""
@@ -145,7 +145,7 @@ def check_one_variable(arms: dict[str, dict], variable: str | list[str],
     check_engine_view(arms, variable, source)
 
 
-def substituted(arm: dict, other: dict, variable: str | list[str]) -> dict:
+def substituted(arm: Section, other: Section, variable: str | list[str]) -> Section:
     """arm with the declared settings taken from other."""
     out = copy.deepcopy(arm)
     for v in variables(variable):
@@ -163,13 +163,13 @@ def substituted(arm: dict, other: dict, variable: str | list[str]) -> dict:
     return out
 
 
-def engine_view(arm: dict) -> tuple[list[str], dict, list[str]]:
+def engine_view(arm: Section) -> tuple[list[str], Section, list[str]]:
     """What the engine is started with, apart from where it runs."""
     return (server_argv("python", arm, "MODEL", "NAME", "HOST", 0),
             dict(sorted(arm.get("env", {}).items())), sorted(arm.get("secret_env", [])))
 
 
-def check_engine_view(arms: dict[str, dict], variable: str | list[str], source: str) -> None:
+def check_engine_view(arms: dict[str, Section], variable: str | list[str], source: str) -> None:
     """With the declared settings put back to the control's, the candidate's engine must get
     exactly the control's argv and environment."""
     control = engine_view(arms["control"])
@@ -179,7 +179,7 @@ def check_engine_view(arms: dict[str, dict], variable: str | list[str], source: 
                         f"started differently:\n  control:   {control}\n  candidate: {candidate}")
 
 
-def check_server(server: dict, where: str, source: str,
+def check_server(server: Section, where: str, source: str,
                  options: frozenset[str] | None = None) -> None:
     """Flags knee owns (or a prefix of one), flags that are not the engine's options in full
     (where its options are known), and credentials written into the config, are refused."""
@@ -202,7 +202,7 @@ def check_server(server: dict, where: str, source: str,
                             f"{where}.secret_env")
 
 
-def check_env(env: dict, where: str, source: str, secret_key: str) -> None:
+def check_env(env: Section, where: str, source: str, secret_key: str) -> None:
     """An environment a config gives the engine (a server's, an engine environment's): no
     variable knee sets itself (its own KNEE_* among them), none that runs other code in every
     process or changes which programs are found, no credential by value or by name."""
@@ -224,7 +224,7 @@ def check_env(env: dict, where: str, source: str, secret_key: str) -> None:
                             f"{secret_key}: [{name}] and set it in knee's environment")
 
 
-def check_servers(config: dict, source: str) -> None:
+def check_servers(config: Config, source: str) -> None:
     """The servers' flags; every one an option of the embedded engine where knee boots it (an
     engine environment's own options are checked when a session starts, knee.measure.session)."""
     rt = config["runtime"]
@@ -249,7 +249,7 @@ def same_server(a: str, b: str) -> bool:
             (y.scheme, y.hostname, y.port or port.get(y.scheme), y.path.rstrip("/")))
 
 
-def check_two_servers(servers: dict, source: str) -> None:
+def check_two_servers(servers: Section, source: str) -> None:
     """An A/B of external servers measures two servers: one URL for both arms would compare a
     server with itself and call the difference the variable's (an A/A, variable: none, may)."""
     control, candidate = servers["control"], servers["candidate"]
@@ -261,13 +261,13 @@ def check_two_servers(servers: dict, source: str) -> None:
                             "itself is an A/A: variable: none)")
 
 
-def _flag_value(value) -> str:
+def _flag_value(value: object) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, separators=(",", ":"), sort_keys=True)
     return str(value)
 
 
-def server_argv(python: str, arm: dict, model_path: str, served_name: str,
+def server_argv(python: str, arm: Section, model_path: str, served_name: str,
                 host: str, port: int) -> list[str]:
     """The engine's argv as a list: never a shell string built from config."""
     argv = [python, "-m", "vllm.entrypoints.openai.api_server",
@@ -287,7 +287,7 @@ ARG_LIMIT = 128 * 1024 - 1  # Linux's MAX_ARG_STRLEN: one word of an argv, its N
 ARGV_LIMIT = 1 << 20  # the whole argv, well under ARG_MAX with the environment beside it
 
 
-def check_argv(arms: dict, source: str) -> None:
+def check_argv(arms: Section, source: str) -> None:
     """Each arm's engine argv is one the operating system can start (a word over 128 KiB, or
     an argv of megabytes, fails the exec after the session has begun)."""
     for name, arm in arms.items():

@@ -14,7 +14,7 @@ from knee import instruments
 from knee.core import datasets, jsonio, layout, metrics, rulekinds
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
-from knee.core.records import Plan
+from knee.core.records import Config, Plan, Section
 from knee.plan import adjust, configfile, models, places, runtimes, secrets, stopping, together
 from knee.plan.arms import (
     ARMS,
@@ -32,7 +32,7 @@ def sha256_of(data: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _fill_defaults(schema: dict, data: Any, root: dict) -> None:
+def _fill_defaults(schema: Section, data: Any, root: Section) -> None:
     """Fill schema defaults into data in place (objects only, following $ref and properties)."""
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[-1]
@@ -49,7 +49,7 @@ def _fill_defaults(schema: dict, data: Any, root: dict) -> None:
             _fill_defaults(sub, data[key], root)
 
 
-def validate(config: dict, source: str = "config") -> dict:
+def validate(config: Config, source: str = "config") -> Section:
     """Validate a config; return a copy with defaults filled. Raises KneeError naming the key."""
     data = copy.deepcopy(config)
     if isinstance(data.get("bar"), dict) and "pairs" in data["bar"]:
@@ -63,22 +63,22 @@ def validate(config: dict, source: str = "config") -> dict:
     return data
 
 
-def load_raw(path: Path | str) -> dict:
+def load_raw(path: Path | str) -> Section:
     return configfile.load(path)
 
 
-def load(path: Path | str) -> dict:
+def load(path: Path | str) -> Section:
     return validate(load_raw(path), str(path))
 
 
-def load_checked(path: Path | str) -> dict:
+def load_checked(path: Path | str) -> Section:
     """What `knee validate-config` checks on any machine: the file and its plan."""
     cfg = load(path)
     make_plan(cfg, str(path))
     return cfg
 
 
-def validate_here(path: Path | str) -> dict:
+def validate_here(path: Path | str) -> Section:
     """`knee validate-config --here`: the file, its plan, and that this machine can boot its
     sessions (the engine CPUs and Python: knee.plan.places.check_here)."""
     cfg = load_checked(path)
@@ -100,7 +100,7 @@ def pair_orders(pairs: int, order: str | list[str], seed: int = 0) -> list[list[
     return [ab if draw.random() < 0.5 else ab[::-1] for _ in range(pairs)]
 
 
-def sessions(orders: list[list[str]]) -> list[dict]:
+def sessions(orders: list[list[str]]) -> list[Section]:
     out, previous = [], None
     for pair, order in enumerate(orders, start=1):
         for arm in order:
@@ -110,7 +110,7 @@ def sessions(orders: list[list[str]]) -> list[dict]:
     return out
 
 
-def model_ref(config: dict) -> dict:
+def model_ref(config: Config) -> Section:
     m = config["model"]
     if "package" in m:
         made = models.packaged(m["package"])
@@ -134,7 +134,7 @@ def model_ref(config: dict) -> dict:
                   if g.get("weights") is False else {})
 
 
-def check_bar(config: dict, source: str = "config") -> None:
+def check_bar(config: Config, source: str = "config") -> None:
     """Every bar rule must name a point its instrument measures."""
     inst = config["instruments"]
     for i, rule in enumerate(config["bar"]["rules"]):
@@ -164,7 +164,7 @@ def check_bar(config: dict, source: str = "config") -> None:
                             f"{rule['instrument']} (its points: {points})")
 
 
-def workflow_commit(repo: Path | str = ".") -> dict:
+def workflow_commit(repo: Path | str = ".") -> Section:
     """The git commit of the workflow and whether the work tree differs from it. A copy of the
     workflow without its git history (a host files are carried to) may state the commit it is
     a copy of in KNEE_WORKFLOW_COMMIT: recorded as stated, unverified."""
@@ -189,7 +189,7 @@ def workflow_commit(repo: Path | str = ".") -> dict:
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
-def check_instruments(config: dict, arms: dict, source: str = "config") -> None:
+def check_instruments(config: Config, arms: Section, source: str = "config") -> None:
     """What each configured instrument's section needs of the served arms (its Spec's check)."""
     for name in instruments.names():
         section, check = config["instruments"].get(name), instruments.get(name).check
@@ -197,26 +197,26 @@ def check_instruments(config: dict, arms: dict, source: str = "config") -> None:
             check(section, arms, source)
 
 
-def measured_sha256(config: dict) -> str:
+def measured_sha256(config: Config) -> str:
     """sha256 of the config without where its sessions run (runtime.session_resources) and the
     results' license: the same experiment on a laptop or as Slurm jobs has the same hash."""
     kept = {k: v for k, v in config.items() if k != "license"}
     return sha256_of({**kept, "runtime": measured_runtime(config.get("runtime") or {})})
 
 
-def measured_runtime(rt: Mapping[str, Any]) -> dict:
+def measured_runtime(rt: Mapping[str, Any]) -> Section:
     """The runtime section's settings a session's measurement depends on (not where it runs)."""
     return {k: v for k, v in rt.items() if k != "session_resources"}
 
 
-def plan_config(config: dict, source: str, repo: Path | str) -> tuple[dict, Plan]:
+def plan_config(config: Config, source: str, repo: Path | str) -> tuple[Section, Plan]:
     """The one way a config becomes a plan (the Snakefile and `knee plan` alike): validated
     with its defaults, planned, and stamped with the workflow's commit."""
     checked = validate(config, source)
     return checked, make_plan(checked, source) | {"workflow": workflow_commit(repo)}
 
 
-def make_plan(config: dict, source: str = "config") -> Plan:
+def make_plan(config: Config, source: str = "config") -> Plan:
     check_servers(config, source)
     check_no_credential(config, source)
     configfile.check_reserved(config["name"], source)
@@ -239,7 +239,7 @@ def make_plan(config: dict, source: str = "config") -> Plan:
     return plan_of(config, source, prediction, calibration)
 
 
-def check_no_credential(config: dict, source: str) -> None:
+def check_no_credential(config: Config, source: str) -> None:
     """No key or text anywhere in the config looks like a credential: every field reaches the
     plan, and from it the receipts, the README and the crate."""
     hit = secrets.found_in(config)
@@ -251,8 +251,8 @@ def check_no_credential(config: dict, source: str) -> None:
                         "environment")
 
 
-def plan_of(config: dict, source: str, prediction: dict | None = None,
-            calibration: dict | None = None) -> Plan:
+def plan_of(config: Config, source: str, prediction: Section | None = None,
+            calibration: Section | None = None) -> Plan:
     """The plan of a checked config (no check, nothing read: the audit re-makes a folder's
     plan from its copy of the config with it); `prediction` is the registered reference of a
     verification run's recommendation, `calibration` the one bar.adjust names
@@ -316,7 +316,7 @@ def plan_fixed(root: Path | str) -> bool:
     return (Path(root) / layout.PLAN).is_file() and measured(root)
 
 
-def planned_part(plan: Plan) -> dict:
+def planned_part(plan: Plan) -> Section:
     """What a plan measures (not where its sessions run)."""
     return {k: plan.get(k) for k in PLANNED} | {
         "runtime": measured_runtime(plan.get("runtime") or {})}
@@ -369,7 +369,7 @@ def write_plan(path: Path | str, plan: Plan) -> None:
     jsonio.write(path, "plan", plan)
 
 
-def bar_sha256(bar: dict, planned: list[dict], pairs: int | dict | None = None) -> str:
+def bar_sha256(bar: Section, planned: list[Section], pairs: int | Section | None = None) -> str:
     """What is registered before the first boot: the bar (its rules and alpha), the realized
     session order and, when the run stops by precision, the stopping rule."""
     registered = {"bar": bar, "order": [s["id"] for s in planned]}
@@ -378,7 +378,7 @@ def bar_sha256(bar: dict, planned: list[dict], pairs: int | dict | None = None) 
     return sha256_of(registered)
 
 
-def model_args(config: dict) -> str:
+def model_args(config: Config) -> str:
     """The tiny-model generator's flags (numbers only, from the validated config)."""
     g = config["model"].get("generate", {})
     flags = {"seed": g.get("seed"), "layers": g.get("layers"), "hidden": g.get("hidden"),
@@ -403,7 +403,7 @@ def check_parallel(gpus: list[int], arms: Mapping[str, Any], source: str) -> Non
                 f"server.args.tensor-parallel-size: {len(gpus)}, or name {n} GPU(s)")
 
 
-def check_engine(config: dict, arms: dict, source: str) -> None:
+def check_engine(config: Config, arms: Section, source: str) -> None:
     """A config-only model is served by an engine that draws its weights (load-format dummy);
     an engine environment and GPUs belong to the process runtime."""
     rt = config["runtime"]

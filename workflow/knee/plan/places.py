@@ -10,6 +10,7 @@ from pathlib import Path
 
 from knee.core import datasets, jsonio, layout, prompts
 from knee.core.errors import KneeError
+from knee.core.records import Config, Section
 from knee.instruments import dataset_selections
 from knee.plan import runtimes
 from knee.plan.arms import resolve_arms
@@ -79,7 +80,7 @@ def check_model_dir(value: str, key: str, source: str) -> None:
                         "config.json, weights and tokenizer")
 
 
-def check_datasets(instruments: dict, source: str) -> None:
+def check_datasets(instruments: Section, source: str) -> None:
     """Every dataset selection of the fixture's classes and the sweep."""
     fixture = instruments.get("fixture") or {}
     for name in fixture.get("datasets") or {}:
@@ -90,7 +91,7 @@ def check_datasets(instruments: dict, source: str) -> None:
         datasets.check_selection(selection, needed, key, source)
 
 
-def check_prompts(fixture: dict, source: str, max_model_len: int | None = None) -> None:
+def check_prompts(fixture: Section, source: str, max_model_len: int | None = None) -> None:
     """The prompt files of every class that selects from no dataset."""
     own = [c for c in fixture["classes"] if c not in (fixture.get("datasets") or {})]
     if not own:
@@ -137,7 +138,7 @@ def check_host(host: str, source: str) -> None:
         raise KneeError(f"{source}: runtime.host: {host!r} is a shorthand: write {ip}")
 
 
-def check_here(config: dict, source: str) -> None:
+def check_here(config: Config, source: str) -> None:
     """`knee validate-config --here`: whether this machine can boot the config's sessions (a
     Slurm job's session checks on its node). Nothing else asks it of the machine that plans or
     re-renders: each session checks again before it boots (knee.measure.preboot)."""
@@ -145,7 +146,7 @@ def check_here(config: dict, source: str) -> None:
         check_machine(config["runtime"], source)
 
 
-def check_machine(rt: dict, source: str) -> None:
+def check_machine(rt: Section, source: str) -> None:
     """What a runtime section needs of the machine that boots it: its engine CPUs (both arms'
     sets at once in simultaneous order) and its engine Python."""
     check_cpus(rt.get("engine_cpus"), source)
@@ -187,7 +188,7 @@ SBATCH_REFUSED = ("wrap", "chdir", "export", "export-file", "get-user-env", "uid
                   "parsable", "test-only", "wait", "dependency", "array", "hold")
 
 
-def check_slurm(config: dict, source: str) -> None:
+def check_slurm(config: Config, source: str) -> None:
     """runtime.session_resources.slurm_extra: sbatch options that leave the job knee's own
     (the schema already holds it to words --name[=value])."""
     extra = config["runtime"].get("session_resources", {}).get("slurm_extra", "")
@@ -240,19 +241,19 @@ def check_requirements(value: str, source: str) -> None:
         raise KneeError(f"{where}: pins nothing: name every package as name==version")
 
 
-def engine_home(engine: dict) -> str:
+def engine_home(engine: Section) -> str:
     """Where knee builds the environment of a requirements file: named by the file's sha256."""
     data = jsonio.read_bytes(requirements_path(engine["requirements"], "config"),
                              REQUIREMENTS_LIMIT)
     return f"resources/engine-{hashlib.sha256(data).hexdigest()[:12]}"
 
 
-def engine_python(engine: dict) -> str:
+def engine_python(engine: Section) -> str:
     """The Python of runtime.engine: the one named, or the one built from its requirements."""
     return engine["python"] if "python" in engine else f"{engine_home(engine)}/bin/python"
 
 
-def check(config: dict, source: str) -> None:
+def check(config: Config, source: str) -> None:
     """Every path of a validated config that any machine can check. The engine CPUs and Python
     are the booting machine's (check_machine, before each session; check_here on request); a
     session run elsewhere (a Slurm job) checks its model again on its node before it boots."""

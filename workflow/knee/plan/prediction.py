@@ -14,9 +14,10 @@ from pathlib import Path
 
 from knee.core import jsonio
 from knee.core.errors import KneeError
+from knee.core.records import Section
 
 
-def prediction_ref(path: str, source: str) -> dict:
+def prediction_ref(path: str, source: str) -> Section:
     """The recommendation a verification run checks: its file and sha256 (registered). Read
     bounded, a regular file only, and held to the recommendation schema when the config is
     read, not at the end of the run."""

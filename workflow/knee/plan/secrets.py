@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
+
+from knee.core.records import Section
 
 FROM_ENVIRONMENT = "<secret from knee's environment>"
 REDACTED = "<redacted: looks like a credential>"
@@ -66,7 +69,7 @@ def secret_name(name: str) -> bool:
     return any(word in SECRET_WORDS for word in re.split(r"[_\W]+", name.upper()) if word)
 
 
-def found_in(data, path: str = "") -> tuple[str, str] | None:
+def found_in(data: object, path: str = "") -> tuple[str, str] | None:
     """The first key or text value of nested data that looks like a credential: (where, why)."""
     if isinstance(data, dict):
         for key, value in data.items():
@@ -93,7 +96,7 @@ def redact_value(value: str) -> str:
     return REDACTED if why_secret(value) else value
 
 
-def redact_env(env: dict[str, str], secret_env: list[str] | tuple = ()) -> dict[str, str]:
+def redact_env(env: dict[str, str], secret_env: Sequence[str] = ()) -> dict[str, str]:
     """env as a receipt records it: referenced secrets and credential-like values replaced."""
     return {**{k: redact_value(str(v)) for k, v in env.items()},
             **{k: FROM_ENVIRONMENT for k in secret_env}}
@@ -103,7 +106,7 @@ def redact_argv(argv: list[str]) -> list[str]:
     return [redact_value(a) for a in argv]
 
 
-def redact_arm(arm: dict) -> dict:
+def redact_arm(arm: Section) -> Section:
     """A resolved arm as a receipt records it (its args and env passed through redaction)."""
     args = {k: redact_value(v) if isinstance(v, str) else v
             for k, v in (arm.get("args") or {}).items()}

@@ -12,26 +12,31 @@ simulations of known truth.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from knee.core.records import Section
+
 RULE = ("stop after a pair once every bar rule is PASS or FAIL (or the comparison is INVALID), "
         "at the latest at max; every look decides at alpha / (max - min + 1)")
 
 
-def bounds(pairs: int | dict) -> tuple[int, int]:
+def bounds(pairs: int | Section) -> tuple[int, int]:
     """(min, max) pairs of a protocol: a fixed number is both."""
     return (pairs["min"], pairs["max"]) if isinstance(pairs, dict) else (pairs, pairs)
 
 
-def looks(pairs: int | dict) -> int:
+def looks(pairs: int | Section) -> int:
     lo, hi = bounds(pairs)
     return hi - lo + 1
 
 
-def alpha_per_look(alpha: float, pairs: int | dict) -> float:
+def alpha_per_look(alpha: float, pairs: int | Section) -> float:
     """The alpha every look decides at; `pairs` is the protocol's, or a number of looks."""
     return alpha / (pairs if isinstance(pairs, int) else looks(pairs))
 
 
-def decision(bar: dict, n: int, pairs: int | dict) -> dict:
+def decision(bar: Mapping[str, Any], n: int, pairs: int | Section) -> Section:
     """After pair n: stop or one more, and why (recorded as a receipt of the protocol)."""
     lo, hi = bounds(pairs)
     open_rules = [r["rule"] for r in bar["rules"] if r["verdict"] == "INCONCLUSIVE"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from knee import instruments
 from knee.core import rulekinds
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.plan import stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 
@@ -41,15 +41,15 @@ def instrument_lines(plan: Plan) -> list[str]:
             if (summary := instruments.get(name).summary) is not None]
 
 
-def session_order(sessions: list[dict]) -> str:
+def session_order(sessions: list[Section]) -> str:
     """The boot order; in simultaneous order each pair's two sessions at once, with the CPUs
     and GPUs of each."""
     if not all("together" in s for s in sessions):
         return " -> ".join(s["id"] for s in sessions)
-    def where(s: dict) -> str:
+    def where(s: Section) -> str:
         placed = [f"CPUs {s['cpus']}"] if "cpus" in s else []
         placed += [f"GPUs {s['gpus']}"] if "gpus" in s else []
-        return s["id"] + (f" ({', '.join(placed)})" if placed else "")
+        return str(s["id"]) + (f" ({', '.join(placed)})" if placed else "")
     pairs = sorted({s["pair"] for s in sessions})
     return " -> ".join(" + ".join(where(s) for s in sessions if s["pair"] == p) for p in pairs)
 

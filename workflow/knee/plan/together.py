@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from knee.core.errors import KneeError
+from knee.core.records import Section
 from knee.plan import runtimes
 from knee.plan.arms import ARMS
 
@@ -69,7 +70,7 @@ def gpu_sets(rt: Mapping[str, Any]) -> list[list[int]] | None:
     return [list(gpus[:half]), list(gpus[half:])]
 
 
-def sessions(pairs: int, rt: Mapping[str, Any], order: str = SIMULTANEOUS) -> list[dict]:
+def sessions(pairs: int, rt: Mapping[str, Any], order: str = SIMULTANEOUS) -> list[Section]:
     """Both sessions of every pair, each with its partner (`together`), its set (1 or 2: in
     interleaved order set 1 boots first), its CPUs (where runtime.arm_cpus names sets) and
     (simultaneous order, on GPUs) its half of the GPUs; a session boots after its arm's

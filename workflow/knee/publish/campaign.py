@@ -16,7 +16,7 @@ from typing import Any
 from knee import instruments
 from knee.analyze.kmodel import session_k
 from knee.core import folderscan, jsonio, layout
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.publish.templating import markdown
 
 
@@ -31,7 +31,7 @@ def arm_label(plan: Plan, arm: str, c: int | None = None) -> str:
     return "off" if k == 0 else f"k={k}"
 
 
-def winner(plan: Plan, row: dict | None, c: int | None) -> dict | None:
+def winner(plan: Plan, row: Section | None, c: int | None) -> Section | None:
     """Which arm's k won at c (`who`: its label, or None when the interval spans zero), with
     the row over pairs; None where the point has no interval."""
     if row is None or row.get("interval") is None:
@@ -41,13 +41,14 @@ def winner(plan: Plan, row: dict | None, c: int | None) -> dict | None:
     return {"who": who and arm_label(plan, who, c), "row": row}
 
 
-def across(comparison: Mapping[str, Any], instrument: str, metric: str, point) -> dict | None:
+def across(comparison: Mapping[str, Any], instrument: str, metric: str,
+           point: object) -> Section | None:
     return next((r for r in comparison["rows"] if r["instrument"] == instrument
                  and r["metric"] == metric and r["point"] == point and r["pair"] == "all"),
                 None)
 
 
-def load(root: Path) -> dict:
+def load(root: Path) -> Section:
     rec = root / layout.RECOMMENDATION
     return {"root": root, "plan": jsonio.read(root / layout.PLAN, "plan"),
             "comparison": jsonio.read(root / layout.COMPARISON, "comparison"),
@@ -55,7 +56,7 @@ def load(root: Path) -> dict:
             "recommend": jsonio.read(rec, "recommendation") if rec.is_file() else None}
 
 
-def winners(exps: list[dict]) -> list[dict]:
+def winners(exps: list[Section]) -> list[Section]:
     """The table's rows: the single-stream decode, then throughput at every concurrency any
     experiment swept; a cell per experiment."""
     load, single = instruments.role(instruments.LOAD), instruments.role(instruments.SINGLE_STREAM)
@@ -69,7 +70,7 @@ def winners(exps: list[dict]) -> list[dict]:
                                      c) for e in exps]} for c in points]
 
 
-def won(e: dict) -> dict[str, list[str]]:
+def won(e: Section) -> dict[str, list[str]]:
     """Per experiment: where each arm's k won and where the run cannot tell."""
     plan, load = e["plan"], instruments.role(instruments.LOAD)
     out: dict[str, list[str]] = {}

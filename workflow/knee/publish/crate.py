@@ -22,7 +22,7 @@ from rocrate.rocrate import ROCrate
 from knee import __version__
 from knee.analyze import folder
 from knee.core import jsonio, layout, prompts
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.plan import configfile
 from knee.publish import audit
 
@@ -66,8 +66,8 @@ def config_copy(config_paths: list[Path]) -> bytes:
         return Path(config_paths[0]).read_bytes()
     merged = configfile.load_all(config_paths)
     head = "".join(f"#   {p}\n" for p in config_paths)
-    return (f"# merged by knee from these files, in this order:\n{head}"
-            + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)).encode()
+    dumped: str = yaml.safe_dump(merged, sort_keys=False, allow_unicode=True)
+    return (f"# merged by knee from these files, in this order:\n{head}" + dumped).encode()
 
 
 def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: Plan) -> None:
@@ -83,7 +83,7 @@ def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: Pla
         jsonio.atomic_write_text(dst, Path(src).read_bytes())
 
 
-def build(root: Path) -> dict:
+def build(root: Path) -> Section:
     """The crate's JSON-LD for a results folder whose files are all in place."""
     root = Path(root)
     plan = jsonio.read(root / layout.PLAN, "plan")
@@ -123,10 +123,11 @@ def build(root: Path) -> dict:
     for step, (what, read, wrote) in STEPS.items():
         act(crate, knee_app, f"#step-{step}", f"knee {step}: {what}",
             object=pick(entities, read), result=pick(entities, wrote))
-    return crate.metadata.generate()
+    metadata: Section = crate.metadata.generate()
+    return metadata
 
 
-def model_entity(crate: ROCrate, made: dict, boots: Sequence[Mapping[str, Any]],
+def model_entity(crate: ROCrate, made: Section, boots: Sequence[Mapping[str, Any]],
                  at: str = "#model") -> ContextEntity:
     """A packaged model (knee.plan.models): its wheels, GGUF file and license, and the sha256
     of the folder the first session served (every boot receipt has it)."""
@@ -143,7 +144,7 @@ def model_entity(crate: ROCrate, made: dict, boots: Sequence[Mapping[str, Any]],
         "identifier": ", ".join(wheels), "sha256": served.get("sha256") or ""}))
 
 
-def add_file(crate: ROCrate, root: Path, name: str, digest: str, plan: Plan):
+def add_file(crate: ROCrate, root: Path, name: str, digest: str, plan: Plan) -> Any:
     path = root / name
     props = {"sha256": digest, "contentSize": path.stat().st_size,
              "encodingFormat": FORMATS.get(path.suffix, "application/octet-stream")}
@@ -161,17 +162,17 @@ def add_file(crate: ROCrate, root: Path, name: str, digest: str, plan: Plan):
     return crate.add_file(path, dest_path=name, properties=props)
 
 
-def pick(entities: dict, patterns: tuple[str, ...]) -> list:
+def pick(entities: Section, patterns: tuple[str, ...]) -> list[Any]:
     """The entities of the files matching any pattern."""
     return [e for f, e in entities.items() if any(Path(f).match(p) for p in patterns)]
 
 
-def single(found: list):
+def single(found: list[Any]) -> Any:
     """One value alone as itself, as RO-Crate 1.1 recommends."""
     return found[0] if len(found) == 1 else found
 
 
-def act(crate: ROCrate, instrument, identifier: str, name: str, **fields) -> None:
+def act(crate: ROCrate, instrument: Any, identifier: str, name: str, **fields: Any) -> None:
     """One action, named and described, mentioned by the root dataset; what it wrote is not
     also what it read."""
     result = fields.pop("result")
@@ -182,7 +183,8 @@ def act(crate: ROCrate, instrument, identifier: str, name: str, **fields) -> Non
     crate.root_dataset.append_to("mentions", action)
 
 
-def run_actions(crate: ROCrate, entities: dict, boots: Sequence[Mapping[str, Any]], stops: dict,
+def run_actions(crate: ROCrate, entities: Section, boots: Sequence[Mapping[str, Any]],
+                stops: Section,
                 plan: Plan) -> None:
     """The workflow run (inputs -> README and derived files) and one action per session."""
     inputs = [e for f, e in entities.items() if f.startswith("workflow/")

@@ -11,10 +11,11 @@ import re
 import subprocess
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.plan import arms, config, configfile, runtimes, secrets
 
 # process_start_time_seconds has 0.1 s resolution and started_at whole seconds
@@ -23,7 +24,7 @@ START = re.compile(r"^process_start_time_seconds\s+(\S+)\s*$", re.M)
 Checked = tuple[list[str], list[str]]
 
 
-def diff(a, b, pointer: str = "") -> list[str]:
+def diff(a: Any, b: Any, pointer: str = "") -> list[str]:
     """JSON pointers where two documents differ (floats compared to 1e-9 relative)."""
     if isinstance(a, dict) and isinstance(b, dict):
         return [p for k in sorted(set(a) | set(b), key=str)
@@ -61,7 +62,7 @@ def remade_plan(root: Path, plan: Plan) -> Plan | None:
                           plan.get("calibration") if cfg["bar"].get("adjust") else None)
 
 
-def registration(root: Path, plan: Plan, boots: dict[str, dict]) -> Checked:
+def registration(root: Path, plan: Plan, boots: dict[str, Section]) -> Checked:
     """The plan against the config it came from, and both hashes against every boot receipt:
     a bar that was not the registered one when a session booted is a problem."""
     problems, notes = [], []
@@ -115,7 +116,7 @@ def argv_settings(argv: list[str]) -> dict[str, str | bool]:
     return flags
 
 
-def booted_as_planned(plan: Plan, sessions: list[dict], boots: dict[str, dict]) -> list[str]:
+def booted_as_planned(plan: Plan, sessions: list[Section], boots: dict[str, Section]) -> list[str]:
     """Each boot receipt names its own session, pair and arm, and records the plan's server
     settings for that arm, in its resolved settings and in the argv it booted."""
     problems = []
@@ -146,9 +147,10 @@ def booted_as_planned(plan: Plan, sessions: list[dict], boots: dict[str, dict]) 
     return problems
 
 
-def same_json(a, b) -> bool:
+def same_json(a: object, b: object) -> bool:
     try:
-        return json.loads(a) == json.loads(b)
+        return isinstance(a, str) and isinstance(b, str) and \
+            bool(json.loads(a) == json.loads(b))
     except (TypeError, ValueError):
         return False
 
@@ -158,7 +160,7 @@ def started(text: str) -> float | None:
     return float(m[1]) if m else None
 
 
-def bound_to_session(root: Path, plan: Plan, sid: str, boot: dict, stop: dict | None,
+def bound_to_session(root: Path, plan: Plan, sid: str, boot: Section, stop: Section | None,
                      instruments: list[str]) -> Checked:
     """A session's raw files are its own: each names the session and the instrument, the
     scrapes come from the process this boot started, and (sessions that recorded them) the
@@ -210,7 +212,7 @@ def bound_to_session(root: Path, plan: Plan, sid: str, boot: dict, stop: dict | 
 def git_history(root: Path, plan: Plan) -> list[str]:
     """Where the folder lies in a git repository: whether plan.json was committed, unchanged,
     before any raw file was (the registration as git shows it)."""
-    def git(*argv: str) -> subprocess.CompletedProcess:
+    def git(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["git", "-C", str(root), *argv], capture_output=True, text=True,
                               encoding="utf-8", errors="replace", timeout=60, check=False)
 

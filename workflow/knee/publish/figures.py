@@ -14,11 +14,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 from knee import instruments
 from knee.analyze import kmodel
 from knee.analyze.stats import mean
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.publish import rulefig
 from knee.publish.numbers import effect_label
 
@@ -35,12 +36,13 @@ class View:
     not import it."""
     plan: Plan
     comparison: Mapping[str, Any]
-    table: list[dict]  # the acceptance table's windows
-    colors: dict = field(default_factory=lambda: dict(COLORS))
+    table: list[Section]  # the acceptance table's windows
+    colors: Section = field(default_factory=lambda: dict(COLORS))
 
     @property
     def threshold(self) -> float:
-        return self.plan["analysis"]["knee_threshold"]
+        threshold: float = self.plan["analysis"]["knee_threshold"]
+        return threshold
 
     def session_k(self, arm: str, points: list[int]) -> list[int]:
         return kmodel.session_k(self.plan, arm, points)
@@ -55,7 +57,7 @@ def names(plan: Plan) -> list[str]:
     return [rulefig.NAME, *(f.name for f in instruments.figures(plan))]
 
 
-def render_all(plan: Plan, comparison: Mapping[str, Any], table: list[dict],
+def render_all(plan: Plan, comparison: Mapping[str, Any], table: list[Section],
                out_dir: Path, bar: Mapping[str, Any]) -> list[Path]:
     """The bar's figure and every figure of the plan's instruments
     (knee.instruments.spec.Figure): an instrument that did not run draws no figure."""
@@ -73,7 +75,7 @@ def render_all(plan: Plan, comparison: Mapping[str, Any], table: list[dict],
     return [out_dir / f"{name}.{ext}" for name in names(plan) for ext in ("png", "svg")]
 
 
-def save(fig, stem: Path) -> None:
+def save(fig: Figure, stem: Path) -> None:
     """PNG and SVG, without timestamps, each written to a temp name and renamed."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()

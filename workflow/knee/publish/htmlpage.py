@@ -73,7 +73,8 @@ def body(markdown: str) -> str:
     md = parser()
     tokens = md.parse(markdown)
     mark(tokens)
-    return md.renderer.render(tokens, md.options, {})
+    page: str = md.renderer.render(tokens, md.options, {})
+    return page
 
 
 def title(markdown: str) -> str:

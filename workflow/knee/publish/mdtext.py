@@ -12,7 +12,7 @@ MARKER = re.compile(r"^(?:>|#{1,6}(?=\s|$)|[-+](?=\s|$))")
 NUMBERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
 
 
-def text(value) -> str:
+def text(value: object) -> str:
     """Plain text inside a paragraph or a table cell: one line, every marker escaped."""
     s = CONTROL.sub(" ", str(value)).replace("\\", "\\\\")
     for ch in "`*|~":
@@ -21,7 +21,7 @@ def text(value) -> str:
     return "\\" + s if MARKER.match(s) else NUMBERED.sub(r"\1\\\2", s)
 
 
-def code(value) -> str:
+def code(value: object) -> str:
     """A code span that holds the text whatever backticks it carries (one line; a pipe
     escaped, as a table cell needs)."""
     s = CONTROL.sub(" ", str(value)).replace("|", "\\|")

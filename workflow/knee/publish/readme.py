@@ -12,7 +12,7 @@ import numpy as np
 
 from knee import instruments
 from knee.analyze import compare, covariate, design, held, inference, recommend_parts
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.summary import order_name
@@ -21,7 +21,7 @@ from knee.publish.numbers import ci, fmt, level, pctf
 from knee.publish.templating import templates
 
 
-def ms(hist: dict | None) -> str:
+def ms(hist: Section | None) -> str:
     """A server histogram's window mean, in milliseconds."""
     return "–" if not hist or hist.get("mean") is None else f"{hist['mean'] * 1000:.2f}"
 
@@ -32,7 +32,7 @@ def positions(rates: list[float | None], at: str) -> str:
     return ", ".join("n/a" if r is None else f"[{r:.2f}]({at}/{i})" for i, r in enumerate(rates))
 
 
-def in_folder(path) -> str:
+def in_folder(path: str | Path) -> str:
     """A window's file as the README links it: relative to the results folder
     (raw/<session>/<file>), whatever the folder is called or where it lies."""
     return "/".join(Path(path).parts[-3:])
@@ -47,11 +47,11 @@ def pair_range(per_pair: Sequence[Mapping[str, Any]]) -> tuple[int | None, int |
             max(known, key=lambda i: per_pair[i]["delta_pct"]))
 
 
-def hosts(boots: Sequence[Mapping[str, Any]]) -> list[dict]:
+def hosts(boots: Sequence[Mapping[str, Any]]) -> list[Section]:
     """Where a folder was measured over several hosts (one GPU lease after another): each
     host's boot id, its GPUs and the sessions it measured; empty where one host measured all
     (or the receipts do not say)."""
-    found: dict[str, dict] = {}
+    found: dict[str, Section] = {}
     for b in boots:
         hw = b.get("hardware") or {}
         if hw.get("boot_id"):
@@ -62,7 +62,7 @@ def hosts(boots: Sequence[Mapping[str, Any]]) -> list[dict]:
     return list(found.values()) if len(found) > 1 else []
 
 
-def rule_caveat(r: dict) -> str | None:
+def rule_caveat(r: Section) -> str | None:
     """A rule that did not pass, in words, with what it would take to resolve it."""
     if r["verdict"] == "PASS":
         return None
@@ -105,7 +105,8 @@ def split_caveats(bar: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any], acceptance: dict | None = None,
+def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any],
+            acceptance: Section | None = None,
             runtime: runtimes.Runtime = runtimes.RUNTIMES["process"]) -> list[str]:
     out = [runtime.caveat] if runtime.caveat else []
     for w in (acceptance or {}).get("windows", []):
@@ -228,7 +229,7 @@ def workload_caveats(plan: Plan, names: list[str] | None = None) -> list[str]:
     return out
 
 
-def speed_caveat(speed: dict) -> str:
+def speed_caveat(speed: Section) -> str:
     lo, hi = speed["range"]
     follows = ", ".join(f"{r['rule']} {r['correlation']:+.2f}" for r in speed["rules"])
     return (f"The engine's CPU ran at {lo:.1f}–{hi:.1f} M additions/s during the windows "
@@ -239,7 +240,7 @@ def speed_caveat(speed: dict) -> str:
                if follows else "") + ".")
 
 
-def gpu_caveat(clocks: dict) -> str:
+def gpu_caveat(clocks: Section) -> str:
     lo, hi = clocks["range"]
     follows = ", ".join(f"{r['rule']} {r['correlation']:+.2f}" for r in clocks["rules"])
     seen = ", ".join(clocks["reasons_seen"]) or "none"
@@ -270,10 +271,10 @@ def sampling_words(plan: Plan) -> str:
             "the same in every session")
 
 
-def shared_key(caches: dict[str, dict]) -> str | None:
+def shared_key(caches: dict[str, Section]) -> str | None:
     """Whether the arms compiled under the same cache key (the seed: the schedule did not
     change the hash), in words; None without cache receipts."""
-    keys: dict[str, set] = {}
+    keys: dict[str, set[str]] = {}
     for c in caches.values():
         keys.setdefault(c["arm"], set()).update(c["keys"])
     if set(keys) != {"control", "candidate"}:
@@ -286,7 +287,7 @@ def shared_key(caches: dict[str, dict]) -> str | None:
             f"`{', '.join(k[:12] for k in sorted(keys['candidate']))}`)")
 
 
-def predicted(plan: Plan, comparison: Mapping[str, Any], rec: Mapping[str, Any]) -> dict:
+def predicted(plan: Plan, comparison: Mapping[str, Any], rec: Mapping[str, Any]) -> Section:
     """A verification run's predicted-against-measured rows, from its registered prediction."""
     file = plan["prediction"]["file"]
     rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
@@ -336,8 +337,8 @@ def decided_by(bar: Mapping[str, Any]) -> dict[tuple[str, str, str], int]:
 
 
 def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
-           boots: Sequence[Mapping[str, Any]], acceptance: dict,
-           caches: dict[str, dict] | None = None, stops: dict[str, dict] | None = None,
+           boots: Sequence[Mapping[str, Any]], acceptance: Section,
+           caches: dict[str, Section] | None = None, stops: dict[str, Section] | None = None,
            recommendation: Mapping[str, Any] | None = None,
            prediction: Mapping[str, Any] | None = None) -> str:
     """The results README; `prediction`: a verification run's registered recommendation."""

@@ -13,9 +13,10 @@ from typing import Any
 import yaml
 
 from knee.analyze import recommend, recommend_parts
+from knee.analyze.folder import Named
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Config, Plan, Section
 from knee.plan import configfile
 
 SCHEDULE_KEY = "speculative_config.num_speculative_tokens_per_batch_size"
@@ -36,7 +37,7 @@ def config_of(root: Path) -> list[Path]:
     return [Path(p) for p in jsonio.read(Path(root) / layout.PLAN)["config_file"].split(" + ")]
 
 
-def make(plan: Plan, root: Path, named=None) -> dict:
+def make(plan: Plan, root: Path, named: Named | None = None) -> Section:
     """The recommendation, or the refusal with its reason."""
     try:
         return recommend.build(plan, root, named)
@@ -44,17 +45,17 @@ def make(plan: Plan, root: Path, named=None) -> dict:
         return recommend_parts.refused(plan, str(e))
 
 
-def spec_base(plan: Plan, horizon: int) -> dict:
+def spec_base(plan: Plan, horizon: int) -> Section:
     """The speculative_config of the arm that drafts at the horizon, without a schedule."""
     for arm in plan["arms"]:
         if recommend.fixed_at(plan, arm, horizon):
-            spec = copy.deepcopy(plan["arms"][arm]["speculative_config"])
+            spec: Section = copy.deepcopy(plan["arms"][arm]["speculative_config"])
             spec.pop("num_speculative_tokens_per_batch_size", None)
             return spec
     raise KneeError("no arm drafts at the horizon at every batch size")
 
 
-def verify_arms(rec: Mapping[str, Any], plan: Plan) -> tuple[dict, dict, str | list[str]]:
+def verify_arms(rec: Mapping[str, Any], plan: Plan) -> tuple[Section, Section, str | list[str]]:
     """server.speculative_config, the arms and the variable of the verification run: control
     the best fixed k, candidate the recommended schedule."""
     fixed, bands = rec["best_fixed_k"], rec["schedule"]
@@ -74,7 +75,7 @@ def verify_arms(rec: Mapping[str, Any], plan: Plan) -> tuple[dict, dict, str | l
     return {**spec, "num_speculative_tokens": fixed}, arms, variable
 
 
-def verify_bar(rec: Mapping[str, Any], alpha: float) -> dict:
+def verify_bar(rec: Mapping[str, Any], alpha: float) -> Section:
     """Pre-registered from the prediction: where the schedule's k differs from the fixed k, its
     throughput gain is at least the low end of the predicted gain's interval; where it is the
     same k, parity within PARITY_PCT (what running a schedule costs by itself)."""
@@ -99,7 +100,7 @@ def verify_name(name: str) -> str:
     return name[:NAME_LIMIT - len(suffix)] + suffix
 
 
-def verify_config(rec: Mapping[str, Any], plan: Plan, config: dict, rec_path: Path) -> dict:
+def verify_config(rec: Mapping[str, Any], plan: Plan, config: Config, rec_path: Path) -> Section:
     """The verification experiment: the measured config with the k settings replaced."""
     spec, arms, variable = verify_arms(rec, plan)
     out = {k: copy.deepcopy(v) for k, v in config.items()
@@ -122,12 +123,13 @@ def verify_text(rec: Mapping[str, Any], plan: Plan, config_paths: list[Path]) ->
     # results folder is read from
     home = Path("results") / plan["name"] / layout.RECOMMEND
     cfg = verify_config(rec, plan, configfile.load_all(config_paths), home / "recommendation.json")
+    dumped: str = yaml.safe_dump(cfg, sort_keys=False, width=100)
     return ("# The paired run that checks the recommendation (knee recommend). Run it with\n"
-            f"#   snakemake --config experiment={home}/verify.yaml\n"
-            + yaml.safe_dump(cfg, sort_keys=False, width=100))
+            f"#   snakemake --config experiment={home}/verify.yaml\n" + dumped)
 
 
-def write(root: Path, config_paths: list[Path], plan: Plan, named=None) -> dict:
+def write(root: Path, config_paths: list[Path], plan: Plan,
+          named: Named | None = None) -> Section:
     """Every file of results/X/recommend/, each written atomically (from the folder's files;
     with `named`, knee.analyze.folder.Named, only from those)."""
     from knee.publish import recommend_report

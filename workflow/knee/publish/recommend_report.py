@@ -6,15 +6,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
+
 from knee import instruments
 from knee.core import layout
-from knee.core.records import Plan
-from knee.publish.figures import COLORS, STABLE, plt, save
+from knee.core.records import Plan, Section
+from knee.publish.figures import COLORS, STABLE, save
 from knee.publish.readme import workload_caveats
 from knee.publish.templating import markdown
 
 
-def best_rows(rec: Mapping[str, Any]) -> list[dict]:
+def best_rows(rec: Mapping[str, Any]) -> list[Section]:
     """Each concurrency's best k with the prediction it names (`at`: its index in
     predictions) and the best fixed k's predicted throughput there."""
     preds = {(p["concurrency"], p["k"]): (i, p) for i, p in enumerate(rec["predictions"])}

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from knee.core import jsonio, layout
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.publish import figures, templating
 from knee.publish.evidence import diff
 
 
-def texts(root: Path, comparison: Mapping[str, Any], bar: dict) -> list[str]:
+def texts(root: Path, comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[str]:
     problems = []
     for name, text in ((layout.COMPARISON_MD, templating.comparison_markdown(comparison, bar)),
                        (layout.VERDICT_HTML, templating.verdict_html(comparison, bar))):
@@ -46,7 +46,7 @@ def same_files(made: Path, kept: Path, shown: str) -> list[str]:
 
 
 def figures_of(root: Path, plan: Plan, comparison: Mapping[str, Any],
-               table: list[dict], bar: Mapping[str, Any]) -> list[str]:
+               table: list[Section], bar: Mapping[str, Any]) -> list[str]:
     """Every figure rendered again, and no figure the experiment's instruments do not draw."""
     kept = Path(root) / layout.FIGURES
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,8 +66,8 @@ def recommend_figure(root: Path, recommendation: Mapping[str, Any]) -> list[str]
         return same_files(Path(tmp), Path(root) / "recommend", "recommend")
 
 
-def check(root: Path, plan: Plan, comparison: Mapping[str, Any], bar: dict,
-          table: list[dict]) -> list[str]:
+def check(root: Path, plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
+          table: list[Section]) -> list[str]:
     """comparison.md, verdict.html, acceptance.json and the figures, rendered again."""
     problems = texts(root, comparison, bar)
     stored = jsonio.read(Path(root) / layout.ACCEPTANCE, "acceptance")

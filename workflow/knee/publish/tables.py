@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from knee.analyze import stats
+from knee.analyze.folder import Sessions
 from knee.core import jsonio, layout, metrics
 from knee.core.errors import KneeError
 
@@ -70,7 +71,7 @@ def comparison_rows(comparison: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(ROW_COLUMNS)).astype({"pairs": "Int64"})
 
 
-def request_rows(sessions: dict) -> pd.DataFrame:
+def request_rows(sessions: Sessions) -> pd.DataFrame:
     """One row per request of every instrument window (knee.analyze.folder.load_sessions)."""
     rows = []
     for (pair, arm), s in sorted(sessions.items()):
@@ -93,7 +94,8 @@ def request_rows(sessions: dict) -> pd.DataFrame:
 
 
 def csv_text(frame: pd.DataFrame) -> str:
-    return frame.to_csv(index=False, lineterminator="\n")
+    csv: str = frame.to_csv(index=False, lineterminator="\n")
+    return csv
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:
@@ -109,7 +111,7 @@ def write(frame: pd.DataFrame, path: Path) -> None:
                              else parquet_bytes(frame))
 
 
-def check(root: Path, comparison: Mapping[str, Any], sessions: dict) -> list[str]:
+def check(root: Path, comparison: Mapping[str, Any], sessions: Sessions) -> list[str]:
     """The stored tables against tables made anew from comparison.json and the raw files
     (Parquet compared as read back, so another pyarrow's byte layout is no difference)."""
     problems = []

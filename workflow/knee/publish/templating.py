@@ -39,7 +39,7 @@ def comparison_markdown(comparison: Mapping[str, Any], bar: Mapping[str, Any] | 
     return markdown("comparison.md.j2", comparison=comparison, bar=bar)
 
 
-def verdict_html(comparison: Mapping[str, Any], bar: dict) -> str:
+def verdict_html(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> str:
     """The bar's verdicts and the comparison table as one self-contained page (for the
     Snakemake report)."""
     return templates(html=True).get_template("verdict.html.j2").render(

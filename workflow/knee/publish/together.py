@@ -8,12 +8,12 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 
 CONCURRENT_S = 0.01  # a handoff reads the partner's file: beyond this, the turns overlapped
 
 
-def pair_sets(plan: Plan, comparison: Mapping[str, Any]) -> list[dict]:
+def pair_sets(plan: Plan, comparison: Mapping[str, Any]) -> list[Section]:
     """Both arms at once, per pair: each arm's CPUs and GPUs, and how closely the two arms'
     windows ran together (simultaneous: the largest skew, the smallest overlap) or how they
     took turns (interleaved: the turns each took, whether all as registered, the most seconds
@@ -30,7 +30,7 @@ def pair_sets(plan: Plan, comparison: Mapping[str, Any]) -> list[dict]:
     return rows
 
 
-def pair_row(windows: list[dict]) -> dict:
+def pair_row(windows: list[Section]) -> Section:
     if "skew_s" in windows[0]:
         return {"skew_s": max(w["skew_s"] for w in windows),
                 "overlap": min(w["overlap"] for w in windows)}

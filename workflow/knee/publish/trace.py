@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from knee.analyze.folder import realized_pairs, realized_sessions
 from knee.core import folderscan, jsonio, layout, rawfiles
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.instruments import instrument_names
 
 LINK = re.compile(r"\[([^\]]*)\]\(([^)#]+)#([^)]*)\)")
@@ -45,13 +46,13 @@ def trace(root: Path, query: str) -> list[str]:
     return out
 
 
-def resolve(doc, pointer: str):
+def resolve(doc: Any, pointer: str) -> Any:
     for part in [p for p in pointer.split("/") if p]:
         doc = doc[int(part)] if isinstance(doc, list) else doc[part]
     return doc
 
 
-def traced_row(root: Path, plan: Plan, target: str, doc: dict, pointer: str) -> dict | None:
+def traced_row(root: Path, plan: Plan, target: str, doc: Section, pointer: str) -> Section | None:
     """The comparison row or bar rule a pointer lies in, its pair, instrument and point held
     to the plan's (the raw files are named from them): a field of the folder's own content
     that the plan does not know is refused before any file is named from it."""
@@ -75,7 +76,7 @@ def traced_row(root: Path, plan: Plan, target: str, doc: dict, pointer: str) -> 
     return row
 
 
-def provenance(root: Path, plan: Plan, target: str, doc: dict, row: dict | None) -> list[str]:
+def provenance(root: Path, plan: Plan, target: str, doc: Section, row: Section | None) -> list[str]:
     lines = []
     if row is not None:
         pairs = [row["pair"]] if row["pair"] != "all" else range(

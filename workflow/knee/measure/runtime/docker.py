@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Plan, Section
 from knee.measure import receipts
 from knee.measure.runtime.endpoint import Served, free_port, stopped
 from knee.plan import secrets
@@ -30,7 +30,7 @@ CACHE_MOUNT = "/cache"
 CONTAINER_PORT = 8000
 
 
-def docker_client():
+def docker_client() -> Any:
     try:
         import docker
         return docker.from_env(timeout=600)
@@ -46,7 +46,7 @@ def repository(ref: str) -> str:
     return name[:colon] if colon > slash else name
 
 
-def credentials(image: dict) -> dict | None:
+def credentials(image: Section) -> Section | None:
     """{username, password} from the environment variables the config names, or None."""
     names = {k: image.get(f"{k}_env") for k in ("username", "password")}
     if not any(names.values()):
@@ -58,18 +58,20 @@ def credentials(image: dict) -> dict | None:
     return {k: os.environ[v] for k, v in names.items() if v}
 
 
-def resolve(client, image: dict) -> str:
+def resolve(client: Any, image: Section) -> str:
     """The digest the reference resolves to in its registry, without pulling."""
     import docker
 
     try:
-        return client.images.get_registry_data(image["ref"], auth_config=credentials(image)).id
+        digest: str = client.images.get_registry_data(image["ref"],
+                                                      auth_config=credentials(image)).id
+        return digest
     except docker.errors.APIError as e:
         raise KneeError(f"runtime.image.ref: cannot resolve {image['ref']!r}: "
                         f"{e.explanation or e}") from None
 
 
-def pull(image: dict, client=None) -> dict:
+def pull(image: Section, client: Any = None) -> Section:
     """Check the pinned digest, pull by digest, and return the facts for receipts/image.json."""
     import docker
 
@@ -96,7 +98,7 @@ def pull(image: dict, client=None) -> dict:
             "credentials": "from the environment" if credentials(image) else "none"}
 
 
-def gpu_requests(gpus) -> list:
+def gpu_requests(gpus: str | int | list[int] | None) -> list[Any]:
     """`all`, a count, or a list of device ids -> Docker device requests (none if unset)."""
     if gpus in (None, "", [], 0):
         return []
@@ -113,7 +115,8 @@ def run_python(image: str, code: str) -> str:
     """stdout of `python -c code` in a throw-away container of the image (no network)."""
     out = docker_client().containers.run(image, entrypoint=["python", "-c", code], remove=True,
                                          network_disabled=True, stderr=False)
-    return out.decode()
+    text: str = out.decode()
+    return text
 
 
 @dataclass
@@ -130,14 +133,14 @@ class Container(Served):
     model_dir: str
     cache_dir: str
     labels: dict[str, str]
-    gpus: object = None
+    gpus: str | int | list[int] | None = None
     shm_size: str | None = None
     cpus: list[int] | None = None
     name: str | None = None
     container: Any = None
     _follower: threading.Thread | None = field(default=None, repr=False)
 
-    def run_spec(self) -> dict:
+    def run_spec(self) -> Section:
         """What the container is started with (for the receipt and the SDK call)."""
         spec = {
             "image": self.image, "command": self.command, "environment": self.env,
@@ -171,7 +174,7 @@ class Container(Served):
         self._follower = threading.Thread(target=self._follow, daemon=True)
         self._follower.start()
 
-    def _remove_leftovers(self, client) -> None:
+    def _remove_leftovers(self, client: Any) -> None:
         labels = [f"{k}={v}" for k, v in self.labels.items()]
         for c in client.containers.list(all=True, filters={"label": labels}):
             c.remove(force=True)
@@ -194,10 +197,11 @@ class Container(Served):
         except Exception:
             return -1  # removed under us
         if self.container.status in ("exited", "dead"):
-            return self.container.attrs["State"]["ExitCode"]
+            code: int = self.container.attrs["State"]["ExitCode"]
+            return code
         return None
 
-    def stop(self, timeout_s: float = 30.0) -> dict:
+    def stop(self, timeout_s: float = 30.0) -> Section:
         """Stop (SIGTERM, then SIGKILL after timeout_s) and remove the container. Idempotent."""
         if self.container is None:  # interrupted while starting: find it by its labels
             self._remove_leftovers(docker_client())
@@ -238,7 +242,8 @@ def remove_labelled(experiment: str) -> list[str]:
     return gone
 
 
-def launch(s, model: dict, engine_facts: dict, python: str, engine_cpus: list[int] | None):
+def launch(s: Any, model: Section, engine_facts: Section, python: str,
+           engine_cpus: list[int] | None) -> tuple[Container, Section]:
     """A session's engine (s: knee.measure.session.Session) in a container of the pinned image;
     engine_facts is the image receipt."""
     port = s.rt.get("port") or free_port(s.rt["host"])
@@ -246,8 +251,9 @@ def launch(s, model: dict, engine_facts: dict, python: str, engine_cpus: list[in
                             s.cache_root, engine_cpus)
 
 
-def container_engine(plan: Plan, sid: str, arm: dict, model: dict, image: dict, log: Path,
-                     port: int, cache_root: Path, cpus: list[int] | None):
+def container_engine(plan: Plan, sid: str, arm: Section, model: Section, image: Section, log: Path,
+                     port: int, cache_root: Path,
+                     cpus: list[int] | None) -> tuple[Container, Section]:
     """The docker runtime's engine: the pinned image (checked and pulled again on this node),
     the server listening on all of the container's interfaces, published on runtime.host."""
     rt = plan["runtime"]

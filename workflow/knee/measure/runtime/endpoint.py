@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 
 from knee.core.errors import KneeError
+from knee.core.records import Section
 
 
 class EngineDied(KneeError):
@@ -19,7 +20,8 @@ class EngineDied(KneeError):
 def free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def last_lines(path: Path, n: int = 25) -> str:
@@ -56,7 +58,7 @@ def wait_healthy(base_url: str, exited: Callable[[], int | None], log: Path,
 
 
 def stopped(exit_status: int | None, died_before_stop: bool, killed: bool,
-            since: float | None) -> dict:
+            since: float | None) -> Section:
     """What every runtime's stop() returns (the stop receipt's fields), whichever way it
     went; since is the monotonic time the stop began (None: nothing had started)."""
     return {"exit_status": exit_status, "died_before_stop": died_before_stop, "killed": killed,
@@ -74,8 +76,15 @@ class Served:
     port: int
     log: Path
 
+    def start(self) -> None:
+        raise NotImplementedError
+
     def exited(self) -> int | None:
         """None while it runs, else its exit status (each runtime's own)."""
+        raise NotImplementedError
+
+    def stop(self, timeout_s: float) -> Section:
+        """Stopped, with what the stop receipt records of it (stopped())."""
         raise NotImplementedError
 
     @property
@@ -114,7 +123,8 @@ def tokenizer(base_url: str, model: str, check_alive: Callable[[str], None] | No
                     check_alive("tokenization of a prompt set")
                     time.sleep(0.3)
             raise EngineDied(f"cannot tokenize at {base_url}/tokenize: {e}") from None
-        return r.json()["tokens"]
+        tokens: list[int] = r.json()["tokens"]
+        return tokens
 
     return tokenize
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from knee.core.errors import KneeError
+from knee.core.records import Section
 from knee.measure.runtime.endpoint import EngineDied, Served, bounded_get, stopped
 
 
@@ -48,11 +50,11 @@ class External(Served):
             raise EngineDied(f"the external server at {self.url} stopped answering /health "
                              f"during {what}" + (f": {self.lost}" if self.lost else ""))
 
-    def stop(self, timeout_s: float) -> dict:
+    def stop(self, timeout_s: float) -> Section:
         """Nothing to stop: knee leaves a server it did not boot running."""
         return {**stopped(None, self.exited() is not None, False, None), "stopped_by_knee": False}
 
-    def facts(self) -> dict:
+    def facts(self) -> Section:
         """What the server says of itself: its version and the models it serves."""
         try:
             version = json.loads(bounded_get(f"{self.url}/version", 10, 1 << 20)).get("version")
@@ -65,8 +67,8 @@ class External(Served):
                 "version": version, "models": models}
 
 
-def launch(s, model: dict, engine_facts: dict, python: str,
-           engine_cpus: list[int] | None) -> tuple[External, dict]:
+def launch(s: Any, model: Section, engine_facts: Section, python: str,
+           engine_cpus: list[int] | None) -> tuple[External, Section]:
     """A session's server (s: knee.measure.session.Session), one an operator runs: knee
     reaches it and starts nothing."""
     server = s.rt["servers"][s.info["arm"]]

@@ -7,9 +7,12 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from knee.core.records import Section
 from knee.measure import gpu, receipts
 from knee.measure.runtime import endpoint
 from knee.measure.runtime.endpoint import Served, stopped
@@ -19,7 +22,7 @@ from knee.plan.arms import server_argv
 PR_SET_PDEATHSIG = 1
 
 
-def _child_setup(cpus: list[int] | None):
+def _child_setup(cpus: list[int] | None) -> Callable[[], None]:
     def setup() -> None:
         """In the child: SIGTERM us if the session process dies (even by SIGKILL); pin CPUs."""
         try:
@@ -54,7 +57,7 @@ class Engine(Served):
     port: int
     pidfile: Path | None = None
     cpus: list[int] | None = None
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[bytes] | None = None
     inherit: bool = True  # False: env is the whole environment (knee's own is not passed on)
 
     def start(self) -> None:
@@ -76,7 +79,7 @@ class Engine(Served):
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 
-    def stop(self, timeout_s: float = 30.0) -> dict:
+    def stop(self, timeout_s: float = 30.0) -> Section:
         """SIGTERM the process group, then SIGKILL after timeout_s. Idempotent."""
         if self.proc is None:
             return stopped(None, False, False, None)
@@ -145,8 +148,8 @@ def reap_pidfiles(run_dir: Path) -> list[int]:
 INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 
 
-def launch(s, model: dict, engine_facts: dict, python: str,
-           engine_cpus: list[int] | None) -> tuple[Engine, dict]:
+def launch(s: Any, model: Section, engine_facts: Section, python: str,
+           engine_cpus: list[int] | None) -> tuple[Engine, Section]:
     """A session's engine (s: knee.measure.session.Session) as knee's child process, in its own
     environment (never knee's)."""
     port = s.rt.get("port") or endpoint.free_port(s.rt["host"])
@@ -167,7 +170,7 @@ def launch(s, model: dict, engine_facts: dict, python: str,
         "env_inherited": secrets.redact_env(shown_paths(inherited))}
 
 
-def shown_paths(env: dict) -> dict:
+def shown_paths(env: Section) -> Section:
     """Inherited path variables as a receipt shows paths (knee.measure.receipts.shown: inside
     the working directory, relative to it), so a receipt does not spell the machine's tree."""
     return {k: os.pathsep.join(receipts.shown(x) for x in v.split(os.pathsep))

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from knee.analyze import prom
 from knee.core import prompts
+from knee.core.records import Point, Section
+from knee.instruments.ports import Tokenize
 from knee.measure import client, progress
 from knee.measure.runtime import endpoint
 from knee.measure.runtime.endpoint import Served
@@ -20,31 +23,31 @@ from knee.measure.runtime.endpoint import Served
 @dataclass
 class Target:
     engine: Served
-    model: dict  # the plan's model with its hashes (session.model_facts)
+    model: Section  # the plan's model with its hashes (session.model_facts)
     seed: int  # instruments.seed: every prompt set is drawn from it
     timeout_s: float  # instruments.request_timeout_s
     api: str  # the OpenAI endpoint of this window
     sid: str = ""  # the session, named in the progress lines
-    sampling: dict | None = None  # instruments.sampling (absent: greedy)
+    sampling: Section | None = None  # instruments.sampling (absent: greedy)
     stop_at_eos: bool = False  # instruments.stop_at_eos
     # each recorded point with the monotonic span of the closed loop it recorded (the session
     # adds the host's speed over that span to the point)
-    spans: list = field(default_factory=list)
+    spans: list[Any] = field(default_factory=list)
     # interleaved order: this window's turns with the partner session (knee.measure.together)
     turns: client.Turn | None = None
     _last: tuple[float, float] | None = None
 
-    def sampling_params(self, output_tokens: int) -> dict:
+    def sampling_params(self, output_tokens: int) -> Section:
         """The sampling of every request this window sends (knee.core.prompts.sampling_params)."""
         return prompts.sampling_params(output_tokens, self.sampling, self.seed,
                                        self.stop_at_eos)
 
-    def send(self, prompt_set: list, sampling: dict, concurrency: int = 1,
-             warmup: bool = False, hold: tuple[float, int] | None = None) -> dict:
+    def send(self, prompt_set: list[Any], sampling: Section, concurrency: int = 1,
+             warmup: bool = False, hold: tuple[float, int] | None = None) -> Section:
         """One closed loop of these prompts at this concurrency (knee.measure.client.run), with a
         progress bar on an interactive terminal; `hold` (seconds, fewest requests): keep the
         concurrency that long, from the prompts in order (client.Hold)."""
-        done: list = []
+        done: list[Any] = []
         label = f"{self.sid} {'warm-up' if warmup else f'c={concurrency}'}".strip()
         # interleaved: a request a turn in a loop of one stream, else the whole loop a turn
         by_request = self.turns is not None and concurrency == 1 and hold is None
@@ -65,7 +68,7 @@ class Target:
         self._last = (started, time.monotonic())
         return result
 
-    def tokenizer(self):
+    def tokenizer(self) -> Tokenize:
         """text -> token ids by the served model's own tokenizer."""
         return endpoint.tokenizer(self.engine.base_url, self.model["name"],
                                   self.engine.check_alive)
@@ -83,8 +86,8 @@ class Target:
     def check_alive(self, where: str) -> None:
         self.engine.check_alive(where)
 
-    def record(self, result: dict, *, point, instrument: str, prompt_set: list,
-               sampling: dict, **fields) -> dict:
+    def record(self, result: Section, *, point: Point, instrument: str, prompt_set: list[Any],
+               sampling: Section, **fields: Any) -> Section:
         """One point of the raw file: its request profile (with this client's facts), what
         the client measured, and the window's extra facts (`extra=`)."""
         record = prompts.point_record(
