@@ -172,9 +172,25 @@ def request_rate(rec: Mapping[str, Any]) -> float | None:
 # names: metric -> (a request's figure, the statistic) for a within-pair interval to resample
 REQUEST_FIGURES: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
     "decode_rate": decode_rate, "ttft": ttft, "request_rate": request_rate}
-STATISTICS: dict[str, Callable[..., Any]] = {
-    "p50": np.median, "mean": np.mean,
-    "gmean": lambda v, axis=None: np.exp(np.log(v).mean(axis=axis))}
+# Each statistic over the last axis of its values (one window's requests, or each bootstrap
+# resample's), the same to the last bit on every CPU: numpy's sums, logs and exponentials group
+# and round by the width of the CPU's vector units, so a published interval re-rendered on
+# another machine would differ in its last digits. Sums here run in order (a cumulative sum),
+# logs and exponentials through the C library one value at a time.
+def in_order_mean(values: Any) -> Any:
+    v = np.asarray(values, dtype=float)
+    return np.cumsum(v, axis=-1)[..., -1] / v.shape[-1]
+
+
+def by_value(fn: Callable[[float], float], values: Any) -> Any:
+    v = np.asarray(values, dtype=float)
+    return np.array([fn(float(x)) for x in v.ravel()]).reshape(v.shape)
+
+
+STATISTICS: dict[str, Callable[[Any], Any]] = {
+    "p50": lambda v: np.median(np.asarray(v, dtype=float), axis=-1),
+    "mean": in_order_mean,
+    "gmean": lambda v: by_value(math.exp, in_order_mean(by_value(math.log, v)))}
 PER_REQUEST = {m.name: (REQUEST_FIGURES[m.request], STATISTICS[m.statistic])
                for m in metrics.METRICS}
 
@@ -197,8 +213,8 @@ def within_pair_interval(control: list[dict[str, Any]], candidate: list[dict[str
         return None
     rng = np.random.default_rng(seed)
     va, vb = np.asarray(a), np.asarray(b)
-    ma = stat(va[rng.integers(0, len(va), size=(n, len(va)))], axis=1)
-    mb = stat(vb[rng.integers(0, len(vb), size=(n, len(vb)))], axis=1)
+    ma = stat(va[rng.integers(0, len(va), size=(n, len(va)))])
+    mb = stat(vb[rng.integers(0, len(vb), size=(n, len(vb)))])
     deltas = 100.0 * (mb - ma) / ma
     tail = 50.0 * (1 - confidence)
     lo, hi = np.percentile(deltas[np.isfinite(deltas)], [tail, 100.0 - tail])
