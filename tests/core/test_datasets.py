@@ -12,6 +12,7 @@ import zipfile
 import pytest
 import yaml
 
+from knee import instruments
 from knee.core import datasets
 from knee.core.errors import KneeError
 from knee.instruments import fixture, sweep
@@ -145,7 +146,8 @@ def test_a_config_selects_only_what_a_dataset_holds():
     plan = config.make_plan(config.validate(copy.deepcopy(QWEN), "q.yaml"), "q.yaml")
     assert sorted(plan["datasets"]) == ["bfcl-v4", "human-eval", "mt-bench", "sharegpt"]
     assert plan["datasets"]["human-eval"]["license"] == "MIT"
-    assert datasets.files(plan["instruments"])[0] == "resources/datasets/bfcl-v4/prompts.jsonl"
+    used = instruments.dataset_names(plan["instruments"])
+    assert datasets.files(used)[0] == "resources/datasets/bfcl-v4/prompts.jsonl"
     for change, expect in [
         (lambda f, s: f["datasets"].update(code={"name": "nope", "seed": 1}),
          r"q.yaml: instruments.fixture.datasets.code.name: 'nope' is not a dataset knee knows"),

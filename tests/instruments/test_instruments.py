@@ -149,13 +149,12 @@ def named_instruments(path) -> list[str]:
             if isinstance(n, ast.Constant) and n.value in names]
 
 
-# modules below the instruments that still name one, each with its reason (a Spec hook each
+# modules outside the instruments that still name one, each with its reason (a Spec hook each
 # is what would retire them)
 STILL_NAMED = {
-    # the fixture's dataset selections, and its prompts' length against the server's context
-    "plan/places.py": ["fixture", "fixture"],
-    "core/datasets.py": ["fixture", "sweep"],  # which sections select from a dataset
-    "core/prompts.py": ["fixture"],  # the fixture's own prompt files, copied with the config
+    # the fixture's own prompt files checked where they lie (a path check of the plan's), and
+    # against the server's context
+    "plan/places.py": ["fixture"],
 }
 
 

@@ -10,7 +10,6 @@ from knee.plan import places as knee_places
 from knee.plan import models as knee_models
 from knee.plan import runtimes as knee_runtimes
 from knee.core import layout as knee_layout
-from knee.core import prompts as knee_prompts
 from knee.core import datasets as knee_datasets
 from knee.core import rawfiles as knee_rawfiles
 from knee.plan import stopping as knee_stopping
@@ -55,9 +54,9 @@ TOGETHER = knee_together.is_together(PLAN["protocol"])
 INSTRUMENTS = instrument_names(PLAN)
 # the bar's figure and every figure of the plan's instruments (knee.instruments.spec.Figure)
 FIGURES = [knee_layout.RULES_FIGURE, *(f.name for f in knee_instruments.figures(PLAN))]
-PROMPT_FILES = [str(p) for p in knee_prompts.fixture_files(PLAN["instruments"])]
+PROMPT_FILES = [str(p) for p in knee_instruments.prompt_files(PLAN["instruments"])]
 # the prompt files of the datasets the instruments select from (rule dataset makes them)
-DATASET_FILES = knee_datasets.files(PLAN["instruments"])
+DATASET_FILES = knee_datasets.files(knee_instruments.dataset_names(PLAN["instruments"]))
 # Jobs run `knee` from the environment Snakemake runs in, activated or not.
 os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), os.getenv("PATH", "")]))
 # what the runtime is (knee.plan.runtimes): the rules ask it, never its kind

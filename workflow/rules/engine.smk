@@ -120,7 +120,7 @@ if DATASET_FILES:
         log:
             "logs/dataset-{dataset}.log",
         wildcard_constraints:
-            dataset="|".join(map(re.escape, knee_datasets.names(PLAN["instruments"]))),
+            dataset="|".join(map(re.escape, knee_instruments.dataset_names(PLAN["instruments"]))),
         localrule: True
         conda:
             "../../envs/workflow.yaml"

@@ -237,17 +237,9 @@ def check_selection(selection: Mapping[str, Any], needed: int, key: str, source:
                         "once: select more categories or send fewer")
 
 
-def names(instruments: Mapping[str, Any]) -> list[str]:
-    """Every dataset these instruments select from, sorted."""
-    fixture, sweep = instruments.get("fixture") or {}, instruments.get("sweep") or {}
-    found = [s["name"] for s in (fixture.get("datasets") or {}).values()]
-    found += [sweep["dataset"]["name"]] if sweep.get("dataset") else []
-    return sorted(set(found))
-
-
-def files(instruments: Mapping[str, Any]) -> list[str]:
-    """The prompt files of every dataset these instruments select from."""
-    return [get(n).prompts_file for n in names(instruments)]
+def files(names: Sequence[str]) -> list[str]:
+    """The prompt files of these datasets (knee.instruments.dataset_names)."""
+    return [get(n).prompts_file for n in names]
 
 
 def write(name: str, wheel_path: Path, out: Path) -> None:

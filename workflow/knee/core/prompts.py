@@ -112,13 +112,6 @@ def read_prompt(path: Path, max_model_len: int | None = None) -> str:
     return text
 
 
-def fixture_files(instruments: Mapping[str, Any]) -> list[Path]:
-    """Every prompt file the fixture instrument of these instruments reads (none without it)."""
-    fixture = instruments.get("fixture")
-    return [p for name in fixture["classes"] if name not in (fixture.get("datasets") or {})
-            for p in class_files(fixture["prompt_dir"], name)] if fixture else []
-
-
 def class_prompts(prompt_dir: Path, name: str) -> list[str]:
     return [read_prompt(p) for p in class_files(prompt_dir, name)]
 

@@ -1,5 +1,7 @@
 """The instruments, one module each, in the order a session runs them (knee.instruments.spec)."""
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from knee.core.records import Plan
@@ -10,6 +12,7 @@ from knee.instruments.spec import (
     SINGLE_STREAM,
     Derived,
     Figure,
+    Selection,
     Spec,
     config_schema,
     register,
@@ -57,16 +60,24 @@ def sampled_temperatures(config: dict[str, Any]) -> list[float]:
     return sorted(float(t) for t in out if t > 0)
 
 
-def dataset_selections(config: dict[str, Any]) -> list[tuple[str, dict[str, Any], int]]:
-    """Every dataset selection of these instruments (the fixture's classes', the sweep's):
-    its config key, the selection, and how many of its prompts the instrument sends."""
-    fixture, sweep_cfg = config.get("fixture") or {}, config.get("sweep") or {}
-    out = [(f"instruments.fixture.datasets.{name}", selection, fixture["requests"])
-           for name, selection in (fixture.get("datasets") or {}).items()]
-    if sweep_cfg.get("dataset"):
-        out.append(("instruments.sweep.dataset", sweep_cfg["dataset"],
-                    sum(n for _, n in sweep.dataset_slices(sweep_cfg).values())))
-    return out
+def dataset_selections(config: Mapping[str, Any]) -> list[Selection]:
+    """Every dataset selection of these instruments (each registered instrument's, in the
+    order a session runs them): its config key, the selection, and how many of its prompts the
+    instrument sends."""
+    return [s for name, spec in REGISTRY.items() if spec.datasets and config.get(name)
+            for s in spec.datasets(config[name])]
+
+
+def dataset_names(config: Mapping[str, Any]) -> list[str]:
+    """Every dataset these instruments select from, sorted."""
+    return sorted({selection["name"] for _, selection, _ in dataset_selections(config)})
+
+
+def prompt_files(config: Mapping[str, Any]) -> list[Path]:
+    """Every prompt file of their own these instruments read (none that select from a
+    dataset), in the order a session runs them."""
+    return [p for name, spec in REGISTRY.items() if spec.prompt_files and config.get(name)
+            for p in spec.prompt_files(config[name])]
 
 
 def derived() -> tuple[tuple[str, Derived], ...]:
@@ -82,6 +93,7 @@ def figures(plan: Plan | None = None) -> tuple[Figure, ...]:
     return tuple(f for name in ran for f in REGISTRY[name].figures)
 
 
-__all__ = ["LOAD", "REGISTRY", "SINGLE_STREAM", "Derived", "Figure", "Spec", "acceptance",
-           "config_schema", "dataset_selections", "derived", "figures", "get", "names",
-           "register", "role", "sampled_temperatures", "unregister"]
+__all__ = ["LOAD", "REGISTRY", "SINGLE_STREAM", "Derived", "Figure", "Selection", "Spec",
+           "acceptance", "config_schema", "dataset_names", "dataset_selections", "derived",
+           "figures", "get", "names", "prompt_files", "register", "role",
+           "sampled_temperatures", "unregister"]

@@ -5,11 +5,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from knee.core import datasets, prompts
+from knee.core.errors import KneeError
 from knee.instruments.ports import Axes, Target, View, Windows, Words
-from knee.instruments.spec import SINGLE_STREAM, Derived, Figure, Spec
+from knee.instruments.spec import SINGLE_STREAM, Derived, Figure, Selection, Spec
 
 SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["classes"],
@@ -27,6 +29,26 @@ SCHEMA = {
         "output_tokens": {"$ref": "#/$defs/tokens", "default": 64},
     },
 }
+
+
+def check(cfg: dict[str, Any], arms: Mapping[str, Any], source: str) -> None:
+    """Every class that selects from a dataset is one of the fixture's classes."""
+    for name in cfg.get("datasets") or {}:
+        if name not in cfg["classes"]:
+            raise KneeError(f"{source}: instruments.fixture.datasets.{name}: {name!r} is not "
+                            f"one of instruments.fixture.classes {cfg['classes']}")
+
+
+def selections(cfg: dict[str, Any]) -> list[Selection]:
+    """Each class's dataset selection, the fixture's requests a class sent from it."""
+    return [(f"instruments.fixture.datasets.{name}", selection, cfg["requests"])
+            for name, selection in (cfg.get("datasets") or {}).items()]
+
+
+def prompt_files(cfg: dict[str, Any]) -> list[Path]:
+    """The prompt files of every class that selects from no dataset, in class order."""
+    return [p for name in cfg["classes"] if name not in (cfg.get("datasets") or {})
+            for p in prompts.class_files(cfg["prompt_dir"], name)]
 
 
 def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +141,7 @@ SPEC = Spec(name="fixture", title="Single-stream fixture", run=run, schema=SCHEM
             bar_points=lambda cfg: cfg["classes"], pools=True, role=SINGLE_STREAM,
             point_scrapes=True,
             summary=lambda cfg: f"fixture: {cfg['classes']} x {cfg['requests']}",
+            check=check, datasets=selections, prompt_files=prompt_files,
             derived=(Derived("fixture_classes", classes, caveats),),
             figures=(Figure("fixture", "fixture classes against the control range",
                             "fixture classes against the control range", draw),))

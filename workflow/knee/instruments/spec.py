@@ -20,6 +20,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from knee.core import jsonio, metrics
@@ -54,6 +55,9 @@ class Derived:
 # `concurrency` list with `output_tokens` a request (the README's headline, the campaign's
 # throughput rows, the recommendation's k model); SINGLE_STREAM measures one stream, its rows
 # at point "all" the decode rate p50 over every request (the campaign's single-stream row).
+# one dataset selection of an instrument: its config key, the selection, the prompts it sends
+Selection = tuple[str, dict[str, Any], int]
+
 LOAD = "load"
 SINGLE_STREAM = "single-stream"
 ROLES = (LOAD, SINGLE_STREAM)
@@ -94,6 +98,11 @@ class Spec:
     # plan's resolved arms, knee.plan.arms) that the schema cannot say, raising KneeError that
     # names the key; None: the schema says everything
     check: Callable[[dict[str, Any], dict[str, Any], str], None] | None = None
+    # its selections from packaged datasets (knee.core.datasets), from its config section: each
+    # one's config key, the selection, and how many of its prompts it sends (each once)
+    datasets: Callable[[dict[str, Any]], list[Selection]] | None = None
+    # the prompt files of its own it reads (copied with the config into the results folder)
+    prompt_files: Callable[[dict[str, Any]], list[Path]] | None = None
 
 
 REGISTRY: dict[str, Spec] = {}

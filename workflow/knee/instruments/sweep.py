@@ -221,4 +221,6 @@ FIGURES = (
 SPEC = Spec(name="sweep", title="Concurrency sweep", run=run, schema=SCHEMA,
             bar_points=lambda cfg: cfg["concurrency"], figures=FIGURES, role=LOAD,
             acceptance=True, random_prompts=True,
-            summary=lambda cfg: f"sweep: concurrency {cfg['concurrency']} x {cfg['runs']} runs")
+            summary=lambda cfg: f"sweep: concurrency {cfg['concurrency']} x {cfg['runs']} runs",
+            datasets=lambda cfg: [("instruments.sweep.dataset", cfg["dataset"], sum(
+                n for _, n in dataset_slices(cfg).values()))] if cfg.get("dataset") else [])

@@ -283,7 +283,7 @@ def plan_of(config: Config, source: str, prediction: Section | None = None,
         plan["calibration"] = calibration
     if found := models.drafts(plan["arms"]):  # each packaged draft's origin, as the model's
         plan["drafts"] = {name: m.facts() for name, m in found.items()}
-    if used := datasets.names(config["instruments"]):  # each dataset's pins and license
+    if used := instruments.dataset_names(config["instruments"]):  # each dataset's pins and license
         plan["datasets"] = {name: datasets.get(name).facts() for name in used}
     plan["bar_sha256"] = registered_bar_sha256(cast(Plan, plan))
     if isinstance(protocol["pairs"], dict):

@@ -81,12 +81,7 @@ def check_model_dir(value: str, key: str, source: str) -> None:
 
 
 def check_datasets(instruments: Section, source: str) -> None:
-    """Every dataset selection of the fixture's classes and the sweep."""
-    fixture = instruments.get("fixture") or {}
-    for name in fixture.get("datasets") or {}:
-        if name not in fixture["classes"]:
-            raise KneeError(f"{source}: instruments.fixture.datasets.{name}: {name!r} is not "
-                            f"one of instruments.fixture.classes {fixture['classes']}")
+    """Every dataset selection of the instruments (each instrument's Spec names its own)."""
     for key, selection, needed in dataset_selections(instruments):
         datasets.check_selection(selection, needed, key, source)
 

@@ -19,9 +19,9 @@ import yaml
 from rocrate.model.contextentity import ContextEntity
 from rocrate.rocrate import ROCrate
 
-from knee import __version__
+from knee import __version__, instruments
 from knee.analyze import folder
-from knee.core import jsonio, layout, prompts
+from knee.core import jsonio, layout
 from knee.core.records import Plan, Section
 from knee.plan import configfile
 from knee.publish import audit
@@ -78,7 +78,7 @@ def copy_inputs(root: Path, snakefile: Path, config_paths: list[Path], plan: Pla
     jsonio.atomic_write_text(root / layout.CONFIG_COPY, config_copy(config_paths))
     copies = [(snakefile, root / layout.SNAKEFILE_COPY)]
     copies += [(p, root / layout.prompt_copy(p))
-               for p in prompts.fixture_files(plan["instruments"])]
+               for p in instruments.prompt_files(plan["instruments"])]
     for src, dst in copies:
         jsonio.atomic_write_text(dst, Path(src).read_bytes())
 
