@@ -206,6 +206,7 @@ def test_speculation_switched_off_in_one_arm_is_one_variable():
 
 
 def test_a_verification_readme_shows_predicted_against_measured():
+    from knee.analyze import verification
     from knee.publish import readme
 
     root = ROOT / "results" / "ksched-cpu"
@@ -214,10 +215,15 @@ def test_a_verification_readme_shows_predicted_against_measured():
     file = "results/ksched-cpu/recommend/recommendation.json"
     plan["prediction"] = {"file": file, "sha256": "0" * 64}
     rec = jsonio.read(ROOT / file, "recommendation")
-    shown = readme.predicted(plan, comparison, rec)
-    assert shown["link"] == "recommend/recommendation.json" and len(shown["rows"]) == 10
-    errors = sorted(abs(r["error_pct"]) for r in shown["rows"])
-    assert shown["median_abs"] == pytest.approx((errors[4] + errors[5]) / 2)
+    found = verification.section(plan, comparison, rec, here=None)
+    assert len(found["rows"]) == 10
+    errors = sorted(abs(r["error_pct"]) for r in found["rows"])
+    assert found["median_abs"] == pytest.approx((errors[4] + errors[5]) / 2)
+    assert found["max_abs"] == errors[-1]
+    assert readme.predicted(plan, comparison) is None  # a run that verifies nothing
+    shown = readme.predicted(plan, {**comparison, "prediction": found})
+    assert shown is not None and shown["link"] == "recommend/recommendation.json"
+    assert shown["rows"] == found["rows"]
 
 
 def test_a_second_horizon_corrects_the_prefix_scaling():
@@ -295,8 +301,7 @@ def test_the_audit_holds_a_verification_to_its_sealed_prediction_not_its_source(
 
 
 def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_compares(tmp_path):
-    from knee.analyze import compare
-    from knee.publish import readme
+    from knee.analyze import compare, verification
 
     sampled = ROOT / "results" / "aa-cpu"  # sampled while each window ran
     plan = jsonio.read(sampled / "plan.json", "plan")
@@ -322,12 +327,12 @@ def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_comp
         {"session": "1-candidate", "instrument": "sweep", "speed": 25.0},
         {"session": "1-candidate", "instrument": "fixture", "speed": 99.0}]}
     registered = jsonio.read(file, "recommendation")
-    shown = readme.predicted(vplan, comparison, registered)
+    here = compare.instrument_speed(comparison["host_speed"], "sweep")
+    shown = verification.section(vplan, comparison, registered, here)
     assert shown["speed"] == {"measured_run": 20.0, "this_run": 24.5,
                               "difference_pct": pytest.approx(22.5)}
     assert compare.instrument_speed(comparison["host_speed"], "depth") is None
-    del comparison["host_speed"]
-    assert readme.predicted(vplan, comparison, registered)["speed"] is None
+    assert verification.section(vplan, comparison, registered, None)["speed"] is None
 
 
 def test_the_verification_of_an_experiment_with_a_long_name_has_a_valid_name():

@@ -204,3 +204,23 @@ def test_a_request_record_removed_and_everything_rederived_is_caught_and_invalid
     assert comparison["verdict"] == "INVALID"
     assert [w["session"] for w in comparison["counter_disagreements"]] == ["2-control"]
     assert "disagree with the server's own counters" in (results / "README.md").read_text()
+
+
+def test_an_edited_prediction_error_is_caught_where_the_readme_links_it(tmp_path):
+    """A verification run's prediction error, narrowed in comparison.json and the README
+    alike and re-hashed, is recomputed from the raw records and the sealed prediction."""
+    root = tmp_path / "ksched-cpu-verify"
+    shutil.copytree(ROOT / "results" / "ksched-cpu-verify", root)
+    was = json.loads((root / "comparison" / "comparison.json").read_text())["prediction"]
+    edit(root / "comparison" / "comparison.json",
+         lambda c: c["prediction"].update(median_abs=c["prediction"]["median_abs"] / 2))
+    readme = root / "README.md"
+    shown = f"[{was['median_abs']:.1f}%](comparison/comparison.json#/prediction/median_abs)"
+    assert shown in readme.read_text()
+    forged = shown.replace(f"{was['median_abs']:.1f}%", f"{was['median_abs'] / 2:.1f}%")
+    readme.write_text(readme.read_text().replace(shown, forged))
+    recrate(root)
+    out = audited(root)
+    assert "comparison/comparison.json#/prediction/median_abs: differs from the recomputation" \
+        in out, out
+    assert "README.md:" in out, out

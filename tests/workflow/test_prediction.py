@@ -35,13 +35,16 @@ def test_planning_a_verification_run_seals_its_prediction_before_any_boot():
 @pytest.mark.workflow
 def test_a_verification_run_reads_its_sealed_prediction_never_the_recommendation_it_checks():
     # the recommendation it checks belongs to another experiment, whose re-render may rewrite it
-    r = run_snakemake("-n", "-p", "--forcerun", "readme", "crate", *VERIFY, timeout=300)
+    r = run_snakemake("-n", "-p", "--forcerun", "compare", "readme", "crate", *VERIFY,
+                      timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     commands = [line.removeprefix("Shell command: ") for line in r.stdout.splitlines()
                 if line.startswith("Shell command: ")]
-    readme = [c for c in commands if c.startswith("knee readme ")]
-    assert len(readme) == 1
-    assert "--prediction results/ksched-cpu-verify/workflow/recommendation.json " in readme[0]
+    # the comparison holds the prediction against the measurement; the README reads it there
+    compared = [c for c in commands if c.startswith("knee compare ")]
+    assert len(compared) == 1
+    assert "--prediction results/ksched-cpu-verify/workflow/recommendation.json " in compared[0]
+    assert len([c for c in commands if c.startswith("knee readme ")]) == 1
     assert not [c for c in commands if "ksched-cpu/recommend/recommendation.json" in c]
     # sealed when it was planned: no rule writes it again
     assert not [c for c in commands if c.startswith(("knee prediction", "knee plan"))]

@@ -153,7 +153,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     plan = jsonio.read(args.plan, "plan")
     result = compare.compare(plan, load_sessions(plan, args.plan.parent,
-                                                 named=Named("knee compare", args.inputs)))
+                                                 named=Named("knee compare", args.inputs)),
+                             prediction=jsonio.read(args.prediction[0], "recommendation")
+                             if args.prediction else None)
     jsonio.write(args.out_json, "comparison", result)
     if result["verdict"] != "VALID":
         print(comparison_markdown(result), file=sys.stderr)
@@ -290,9 +292,7 @@ def cmd_readme(args: argparse.Namespace) -> int:
                          caches=by_session(args.caches, "cache"),
                          stops=by_session(args.stops, "stop"),
                          recommendation=args.recommendation and jsonio.read(
-                             args.recommendation, "recommendation"),
-                         prediction=args.prediction and jsonio.read(args.prediction[0],
-                                                                    "recommendation"))
+                             args.recommendation, "recommendation"))
     jsonio.atomic_write_text(args.out, text)
     if args.out_html:
         jsonio.atomic_write_text(args.out_html, htmlpage.render(text))

@@ -92,6 +92,10 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
     "compare": ("validate that both arms saw the same requests, then compute the deltas",
                 f"knee compare --plan {R}/plan.json {SESSIONS} --out-json comparison.json", [
         PLAN, INPUTS, ("--out-json", {"type": Path, "required": True, "help": "comparison.json"}),
+        ("--prediction", {"type": Path, "nargs": "*", "default": [],
+                          "help": "a verification run's registered recommendation (config key "
+                                  "prediction), sealed in its folder: its predictions against "
+                                  "the throughput measured"}),
         ("--record-invalid", {"action": "store_true",
                               "help": "exit 0 for an INVALID comparison (the README says so)"})]),
     "bar": ("judge the pre-registered bar: PASS, FAIL or INCONCLUSIVE per rule",
@@ -131,10 +135,7 @@ COMMANDS: dict[str, tuple[str, str, list[Argument]]] = {
                      "help": "the sessions' stop receipts"}),
         ("--caches", {"type": Path, "nargs": "*", "default": [],
                       "help": "the sessions' compile-cache receipts (none: an external server)"}),
-        ("--recommendation", {"type": Path, "help": "recommend/recommendation.json"}),
-        ("--prediction", {"type": Path, "nargs": "*", "default": [],
-                          "help": "a verification run's registered recommendation (config key "
-                                  "prediction)"}), OUT,
+        ("--recommendation", {"type": Path, "help": "recommend/recommendation.json"}), OUT,
         ("--out-html", {"type": Path, "help": "also write the README as one styled page "
                                               "(index.html)"})]),
     "recommend": ("which k at which load: a schedule, the crossover, the knee and a paired "

@@ -4,6 +4,7 @@ rule compare:
         plan=at(knee_layout.PLAN),
         realized=get_realized,
         raw=get_all_raw,
+        prediction=get_prediction,
         code=get_code("compare"),
     output:
         json=at(knee_layout.COMPARISON),
@@ -16,7 +17,8 @@ rule compare:
         **ANALYSIS_RESOURCES,
     shell:
         "knee compare --plan {input.plan} --inputs {input.raw} {input.realized}"
-        " --out-json {output.json} --record-invalid > {log} 2>&1"
+        " --prediction {input.prediction} --out-json {output.json} --record-invalid"
+        " > {log} 2>&1"
 
 
 rule bar:

@@ -48,7 +48,6 @@ rule readme:
         acceptance=rules.acceptance.output,
         figures=rules.figures_render.output,
         recommend=rules.recommend.output.json,
-        prediction=get_prediction,
         realized=get_realized,
         boots=get_all_sessions("boot"),
         stops=get_all_sessions("stop"),
@@ -68,5 +67,4 @@ rule readme:
         "knee readme --plan {input.plan} --comparison {input.comparison} --bar {input.bar}"
         " --acceptance {input.acceptance} --boots {input.boots} --stops {input.stops}"
         " --caches {input.caches} --recommendation {input.recommend}"
-        " --prediction {input.prediction} --out {output.md} --out-html {output.html}"
-        " > {log} 2>&1"
+        " --out {output.md} --out-html {output.html} > {log} 2>&1"

@@ -23,6 +23,7 @@ from knee.analyze import (
     samework,
     sampling,
     together,
+    verification,
 )
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import decode_rate, gmean, mean, pct, point_summary
@@ -345,9 +346,11 @@ def follows_speed(rule: dict[str, Any], sessions: Sessions,
             "correlation": round(statistics.correlation(xs, ys), 3)}
 
 
-def compare(plan: Plan, sessions: Sessions) -> Comparison:
+def compare(plan: Plan, sessions: Sessions,
+            prediction: Mapping[str, Any] | None = None) -> Comparison:
     """sessions[(pair, arm)] = {"boot": ..., "raw": {...}}: comparison.json's record (its
-    schema validates it as it is written; the instruments' derived sections among its keys)."""
+    schema validates it as it is written; the instruments' derived sections among its keys);
+    a verification run's registered prediction (its recommendation) gives its prediction."""
     checked, bad = [], []
     n = max(pair for pair, _ in sessions)  # the pairs that ran (stopping by precision: fewer)
     for pair in range(1, n + 1):
@@ -388,7 +391,11 @@ def compare(plan: Plan, sessions: Sessions) -> Comparison:
     if clash := sorted(set(sections) & (set(head) | set(tail) | {"schema", "schema_version"})):
         raise ValueError(f"an instrument's derived section takes the comparison's own key "
                          f"{clash[0]!r}")
-    return cast(Comparison, {**head, **sections, **tail})
+    out = {**head, **sections, **tail}
+    if prediction is not None and not bad:  # a verification run: its registered prediction
+        out["prediction"] = verification.section(plan, out, prediction, instrument_speed(
+            out.get("host_speed"), instruments.role(instruments.LOAD)))
+    return cast(Comparison, out)
 
 
 def engine_side(plan: Plan, sessions: Sessions) -> dict[str, Any]:

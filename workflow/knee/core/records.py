@@ -256,6 +256,8 @@ class Comparison(Stamped, total=False):
     sampling_rejudged: list[Section]
     simultaneous: Section
     interleaved: Section
+    # a verification run's predicted against measured (knee.analyze.verification)
+    prediction: Section
     # windows whose raw records disagree with the server's counters (none: no key)
     counter_disagreements: list[Section]
 

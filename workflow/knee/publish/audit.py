@@ -176,7 +176,9 @@ def examine(root: Path, say: Callable[[str], None] = quiet) -> tuple[list[str], 
             windows.append(stored)
             sources.append(f"results/{plan['name']}/{layout.metrics(sid, inst)}")
     say("the comparison, the bar, the tables, the figures and the README, recomputed")
-    comparison = compare.compare(plan, loaded)
+    prediction = jsonio.read(root / layout.PREDICTION, "recommendation") \
+        if "prediction" in plan and (root / layout.PREDICTION).is_file() else None
+    comparison = compare.compare(plan, loaded, prediction)
     problems += [f"{layout.raw_dir(w['session'])}/{w['instrument']}: the raw records disagree "
                  f"with the server's own counters: {w['why']}"
                  for w in comparison.get("counter_disagreements", [])]
@@ -192,9 +194,7 @@ def examine(root: Path, say: Callable[[str], None] = quiet) -> tuple[list[str], 
     problems += rendered.check(root, plan, comparison, bar, acceptance["windows"])
     problems += check_recommendation(root, plan)
     text = readme.render(plan, comparison, bar, boots, acceptance,
-                         **session_receipts(plan, root), recommendation=recommendation_of(root),
-                         prediction=jsonio.read(root / layout.PREDICTION, "recommendation")
-                         if "prediction" in plan else None)
+                         **session_receipts(plan, root), recommendation=recommendation_of(root))
     notes += evidence.git_history(root, plan)
     return problems + check_readme(root, text), list(dict.fromkeys(notes))
 

@@ -8,10 +8,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
-
 from knee import instruments
-from knee.analyze import compare, covariate, design, held, inference, recommend_parts
+from knee.analyze import covariate, design, held, inference
 from knee.core.records import Plan, Section
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
@@ -287,24 +285,15 @@ def shared_key(caches: dict[str, Section]) -> str | None:
             f"`{', '.join(k[:12] for k in sorted(keys['candidate']))}`)")
 
 
-def predicted(plan: Plan, comparison: Mapping[str, Any], rec: Mapping[str, Any]) -> Section:
-    """A verification run's predicted-against-measured rows, from its registered prediction."""
+def predicted(plan: Plan, comparison: Mapping[str, Any]) -> Section | None:
+    """A verification run's predicted against measured (comparison.json's prediction), with
+    the registered recommendation's file and its link."""
+    if "prediction" not in comparison:
+        return None
     file = plan["prediction"]["file"]
-    rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
-    errors = [abs(r["error_pct"]) for r in rows] or [None]
-    changes = recommend_parts.predicted_changes(rec, plan, comparison)
-    here = compare.instrument_speed(comparison.get("host_speed"),
-                                    instruments.role(instruments.LOAD))
-    then = rec.get("sweep_cpu_speed")
     # linked as the published folders lie side by side (results/NAME), wherever this one is
-    return {"file": file, "link": os.path.relpath(file, f"results/{plan['name']}"), "rows": rows,
-            "changes": changes,
-            "change_median_abs": float(np.median([abs(c["difference_pct"]) for c in changes]))
-            if changes else None,
-            "median_abs": float(np.median(errors)) if rows else None,
-            "max_abs": max(errors) if rows else None,
-            "speed": {"measured_run": then, "this_run": here,
-                      "difference_pct": 100 * (here - then) / then} if here and then else None}
+    return {**comparison["prediction"], "file": file,
+            "link": os.path.relpath(file, f"results/{plan['name']}")}
 
 
 def conditional(rates: list[float | None] | None) -> str:
@@ -339,9 +328,8 @@ def decided_by(bar: Mapping[str, Any]) -> dict[tuple[str, str, str], int]:
 def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
            boots: Sequence[Mapping[str, Any]], acceptance: Section,
            caches: dict[str, Section] | None = None, stops: dict[str, Section] | None = None,
-           recommendation: Mapping[str, Any] | None = None,
-           prediction: Mapping[str, Any] | None = None) -> str:
-    """The results README; `prediction`: a verification run's registered recommendation."""
+           recommendation: Mapping[str, Any] | None = None) -> str:
+    """The results README."""
     env = templates(html=False)
     tables = []
     decided = decided_by(bar)
@@ -376,7 +364,7 @@ def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
         figures=[f for f in instruments.figures(plan) if f.listed],
         rules_figure={"name": rulefig.NAME, "alt": rulefig.ALT}, level=level,
         shared_key=shared_key(caches or {}), recommendation=recommendation,
-        predicted=predicted(plan, comparison, prediction) if prediction else None,
+        predicted=predicted(plan, comparison),
         adjusted=design.realized(plan, bar),
         speed_method=covariate.METHODS[covariate.name_of(comparison)],
         hosts=hosts(boots), pair_sets=together.pair_sets(plan, comparison)))
