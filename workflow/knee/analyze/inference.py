@@ -187,10 +187,25 @@ def by_value(fn: Callable[[float], float], values: Any) -> Any:
     return np.array([fn(float(x)) for x in v.ravel()]).reshape(v.shape)
 
 
-STATISTICS: dict[str, Callable[[Any], Any]] = {
-    "p50": lambda v: np.median(np.asarray(v, dtype=float), axis=-1),
-    "mean": in_order_mean,
-    "gmean": lambda v: by_value(math.exp, in_order_mean(by_value(math.log, v)))}
+@dataclass(frozen=True)
+class Statistic:
+    """A statistic over a window's requests: `reduce` over the last axis, on the values' logs
+    and back where `logs` (the geometric mean)."""
+    reduce: Callable[[Any], Any]
+    logs: bool = False
+
+    def __call__(self, values: Any, index: Any = None) -> Any:
+        """Over the values, or over each resample `values[index]` (a row of indices each): a
+        value's log is taken once, however often the resamples draw it."""
+        v = by_value(math.log, values) if self.logs else np.asarray(values, dtype=float)
+        out = self.reduce(v if index is None else v[index])
+        return by_value(math.exp, out) if self.logs else out
+
+
+STATISTICS: dict[str, Statistic] = {
+    "p50": Statistic(lambda v: np.median(v, axis=-1)),
+    "mean": Statistic(in_order_mean),
+    "gmean": Statistic(in_order_mean, logs=True)}
 PER_REQUEST = {m.name: (REQUEST_FIGURES[m.request], STATISTICS[m.statistic])
                for m in metrics.METRICS}
 
@@ -213,8 +228,8 @@ def within_pair_interval(control: list[dict[str, Any]], candidate: list[dict[str
         return None
     rng = np.random.default_rng(seed)
     va, vb = np.asarray(a), np.asarray(b)
-    ma = stat(va[rng.integers(0, len(va), size=(n, len(va)))])
-    mb = stat(vb[rng.integers(0, len(vb), size=(n, len(vb)))])
+    ma = stat(va, rng.integers(0, len(va), size=(n, len(va))))
+    mb = stat(vb, rng.integers(0, len(vb), size=(n, len(vb))))
     deltas = 100.0 * (mb - ma) / ma
     tail = 50.0 * (1 - confidence)
     lo, hi = np.percentile(deltas[np.isfinite(deltas)], [tail, 100.0 - tail])
