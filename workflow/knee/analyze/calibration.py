@@ -51,8 +51,8 @@ def _centred(groups: list[list[tuple[float, float]]]) -> list[tuple[float, float
 
 def _slope(groups: list[list[tuple[float, float]]]) -> float:
     c = _centred(groups)
-    sxx = sum(x * x for x, _ in c)
-    return sum(x * y for x, y in c) / sxx if sxx > 0 else 0.0
+    sxx = math.fsum(x * x for x, _ in c)
+    return math.fsum(x * y for x, y in c) / sxx if sxx > 0 else 0.0
 
 
 def _left_out(groups: list[list[tuple[float, float]]],
@@ -79,8 +79,8 @@ def fit(groups: list[list[tuple[float, float]]]) -> dict[str, Any]:
                         f"a folder is one group of identical servers): {n} boots in {k} groups")
     b = _slope(groups)
     c = _centred(groups)
-    ss0, ss1 = sum(y * y for _, y in c), sum((y - b * x) ** 2 for x, y in c)
-    sxx = sum(x * x for x, _ in c)
+    ss0, ss1 = math.fsum(y * y for _, y in c), math.fsum((y - b * x) ** 2 for x, y in c)
+    sxx = math.fsum(x * x for x, _ in c)
     lobo0 = fmean(_left_out(groups, lambda gs: 0.0))
     lobo1 = fmean(_left_out(groups, _slope))
     return {"boots": n, "groups": k, "slope": round(b, 4),
@@ -109,7 +109,7 @@ def run_components(groups: list[list[list[float]]], cv_boot_pct: float) -> dict[
         runs = r
         grand = fmean([y for b in boots for y in b])
         run_means = [fmean([b[j] for b in boots]) for j in range(r)]
-        ss += sum((y - fmean(b) - run_means[j] + grand) ** 2
+        ss += math.fsum((y - fmean(b) - run_means[j] + grand) ** 2
                   for b in boots for j, y in enumerate(b))
         df += (len(boots) - 1) * (r - 1)
     if not df or runs is None:
@@ -258,7 +258,7 @@ def costs(boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "session_s": round(session, 1) if session else None,
             "run_s": run_s, "runs": runs,
             "requests_per_stream": sweep.get("requests_per_stream"),
-            "fixed_s": round(session - sum(runs[p] * run_s[p] for p in points), 1)
+            "fixed_s": round(session - math.fsum(runs[p] * run_s[p] for p in points), 1)
             if session else None}
 
 

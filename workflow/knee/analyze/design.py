@@ -85,7 +85,7 @@ def predicted_range(figure: dict[str, Any], pairs: int, runs: int, alpha: float,
 
 def session_s(costs: dict[str, Any], runs: int) -> float:
     """One session's wall time with `runs` runs at every sweep point (a warm compile cache)."""
-    out: float = costs["fixed_s"] + sum(runs * s for s in costs["run_s"].values())
+    out: float = costs["fixed_s"] + math.fsum(runs * s for s in costs["run_s"].values())
     return out
 
 

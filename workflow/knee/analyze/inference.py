@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from knee.analyze.stats import decode_rate, e2e, ttft
+from knee.analyze.stats import decode_rate, e2e, fmean, ttft
 from knee.core import metrics, rulekinds
 from knee.core.records import ComparisonRow
 
@@ -95,8 +95,8 @@ def effect(ratios: Sequence[float | None]) -> Effect | None:
     xs = [x for x in ratios if x is not None]
     if not xs:
         return None
-    mean = sum(xs) / len(xs)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else None
+    mean = fmean(xs)
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else None
     return Effect(len(xs), mean, sd)
 
 

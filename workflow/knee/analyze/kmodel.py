@@ -52,16 +52,16 @@ def tokens_per_step(rates: list[float], k: int) -> float:
     """Expected tokens per drafted step at horizon k <= len(rates): 1 + sum of a_1..a_k."""
     if k > len(rates):
         raise KneeError(f"acceptance: k={k} is beyond the measured horizon ({len(rates)})")
-    return 1.0 + float(sum(rates[:k]))
+    return 1.0 + math.fsum(rates[:k])
 
 
 def truncated_tokens(measured: float, rates: list[float], k: int) -> float:
     """Tokens per step at horizon k, from tokens per step measured at the full horizon: the
     accepted share above the one token a step always yields scales with sum(a_1..a_k)."""
-    full = sum(rates)
+    full = math.fsum(rates)
     if k == 0 or full <= 0:
         return 1.0
-    return 1.0 + (measured - 1.0) * sum(rates[:k]) / full
+    return 1.0 + (measured - 1.0) * math.fsum(rates[:k]) / full
 
 
 def ceiling_rate(k: int, step_s: float) -> float:

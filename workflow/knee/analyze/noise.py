@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from knee.analyze.inference import REQUESTS
-from knee.analyze.stats import point_summary
+from knee.analyze.stats import fmean, point_summary
 
 SPEED_METHOD = ("the engine CPU's speed during a window is the median of samples taken every "
                 "0.25 s while it ran: a fixed piece of work (20000 additions) on that CPU, timed "
@@ -22,7 +22,7 @@ def spread_pct(values: list[float | None]) -> float | None:
     vals = [v for v in values if v is not None]
     if len(vals) < 2:
         return None
-    mean = sum(vals) / len(vals)
+    mean = fmean(vals)
     return 100.0 * (max(vals) - min(vals)) / mean if mean else None
 
 

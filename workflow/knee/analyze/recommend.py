@@ -20,6 +20,7 @@ tokens - 1) / (chunks - 1)), TTFT and throughput. From these and the acceptance 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import median
@@ -53,9 +54,9 @@ def point_observation(points: list[dict[str, Any]], c: int, output_tokens: int) 
     tokens = sum(r["output_tokens"] - 1 for r in recs) / sum(len(r["chunk_times"]) - 1
                                                           for r in recs)
     ttft = median(r["t_first"] - r["t_send"] for r in recs)
-    e2e = sum(r["t_done"] - r["t_send"] for r in recs) / len(recs)
+    e2e = math.fsum(r["t_done"] - r["t_send"] for r in recs) / len(recs)
     thr = sum(r["output_tokens"] for p in points for r in p["records"]
-              if not r["warmup"] and not r.get("error")) / sum(p["wall_s"] for p in points)
+              if not r["warmup"] and not r.get("error")) / math.fsum(p["wall_s"] for p in points)
     return {"step_s": median(steps), "tokens_per_step": tokens, "ttft_s": ttft,
             "throughput": thr, "eta": thr / (c * output_tokens / e2e)}
 
@@ -183,7 +184,8 @@ class Model:
         top = max(self.at[c]["tokens"])
         if top == 0:
             raise KneeError(f"c={c}: no speculating session to scale tokens per step from")
-        return (self.at[c]["tokens"][top] - 1.0) * sum(self.rates[:k]) / sum(self.rates[:top])
+        excess = self.at[c]["tokens"][top] - 1.0
+        return excess * math.fsum(self.rates[:k]) / math.fsum(self.rates[:top])
 
     def draft_availability(self) -> dict[int, float]:
         """gamma(k): measured tokens per step above one at a shorter horizon k against the

@@ -8,6 +8,7 @@ declared variable: one variable as the engine runs it, not only as the config sa
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -147,5 +148,5 @@ def _apart(control_mean: float, d: list[int]) -> bool:
     m = _mean(d)
     if abs(m) <= LENGTH_PCT / 100 * control_mean:
         return False
-    var = sum((x - m) ** 2 for x in d) / (len(d) - 1) if len(d) > 1 else 0.0
+    var = math.fsum((x - m) ** 2 for x in d) / (len(d) - 1) if len(d) > 1 else 0.0
     return var == 0 or abs(m) / (var / len(d)) ** 0.5 > LENGTH_Z

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from knee.analyze import inference
+from knee.analyze.stats import fmean
 
 
 @lru_cache(maxsize=256)
@@ -87,7 +88,7 @@ def by_host(rule: Mapping[str, Any], pairs: Sequence[int], effects: Sequence[flo
             means.setdefault(hosts_of[pair][0], []).append(e)
     if len(means) < 2:
         return None
-    judged = t_verdict(rule, [sum(v) / len(v) for v in means.values()], level)
+    judged = t_verdict(rule, [fmean(v) for v in means.values()], level)
     return None if judged is None else {"hosts": len(means), **judged}
 
 

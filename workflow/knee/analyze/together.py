@@ -8,6 +8,7 @@ never sent at the same time."""
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Iterator
 from typing import Any
@@ -100,7 +101,7 @@ def turn_agreement(turns: dict[str, list[list[Any]]], seed: int, pair: int,
         [t[0] for t in ts] == list(range(len(ts)))
         and all(t[1] == ptogether.position(seed, pair, window, t[0], arm) for t in ts)
         for arm, ts in turns.items())
-    concurrent = sum(max(0.0, min(a[3], b[3]) - max(a[2], b[2]))
+    concurrent = math.fsum(max(0.0, min(a[3], b[3]) - max(a[2], b[2]))
                      for a in turns["control"] for b in turns["candidate"])
     ordered = sorted((t[2], t[3], arm) for arm, ts in turns.items() for t in ts)
     gaps = [b[0] - a[1] for a, b in itertools.pairwise(ordered) if a[2] != b[2]]
