@@ -5,7 +5,7 @@ folder's verdict in one line, and a recommendation's schedule with the command t
 import shutil
 import time
 
-from knee.commands import COMMANDS, USER
+from knee.commands.registry import STAGE_OF, USER
 from tests.helpers import ROOT, run_knee
 
 
@@ -17,7 +17,7 @@ def test_help_answers_within_a_second_and_groups_the_commands():
     assert r.returncode == 0 and took < 1.0, took
     users, stages = r.stdout.split("\ncommands:\n")[1].split("\n\nworkflow stages")
     assert all(f"\n  {name} " in f"\n{users}" for name in USER)
-    assert all(f"\n  {name} " in stages for name in COMMANDS if name not in USER)
+    assert all(f"\n  {name} " in stages for name in STAGE_OF if name not in USER)
     assert "\n  session " not in f"\n{users}" and "\n  audit " not in stages
 
 
@@ -49,3 +49,4 @@ def test_recommend_prints_the_schedule_and_the_run_that_checks_it(tmp_path):
         f"{copy}/recommend: k=5 at 1–8 concurrent requests, k=3 at 9–16 concurrent requests",
         "check it with the paired run it registers: snakemake --config "
         f"experiment={copy}/recommend/verify.yaml"]
+

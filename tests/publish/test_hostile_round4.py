@@ -10,12 +10,14 @@ import math
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 
 import pytest
 
 from knee import cli
 from knee.analyze import bar as barmod
 from knee.analyze import calibration, design
+from knee.commands.publish import audit as audit_command
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.measure import together
@@ -330,7 +332,7 @@ def test_an_interrupted_command_that_booted_nothing_does_not_say_it_stopped_an_e
         monkeypatch, capsys):
     def interrupted(_args):
         raise KeyboardInterrupt("signal SIGINT")
-    monkeypatch.setattr(cli, "cmd_audit", interrupted)
+    monkeypatch.setattr(audit_command, "COMMAND", replace(audit_command.COMMAND, run=interrupted))
     assert cli.main(["audit", "x"]) == 130
     assert capsys.readouterr().err == "knee audit: interrupted (signal SIGINT)\n"
 

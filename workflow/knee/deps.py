@@ -1,14 +1,16 @@
-"""The code a workflow stage runs, derived from the imports: `knee <command>` runs
-`cli.cmd_<command>`, which uses some knee modules, which import others. Each rule takes the
-files of that closure as inputs (and knee's page templates, where it renders one), so editing
-any module a stage runs reruns exactly the stages that use it (workflow/rules/common.smk:
-get_code)."""
+"""The code a workflow stage runs, derived from the imports: `knee <command>` runs the module
+of knee.commands that declares it, which imports some knee modules, which import others. Each
+rule takes the files of that closure as inputs (and knee's page templates, where it renders
+one), so editing any module a stage runs reruns exactly the stages that use it
+(workflow/rules/common.smk: get_code)."""
 
 from __future__ import annotations
 
 import ast
 from functools import cache
 from pathlib import Path
+
+from knee.commands import registry
 
 PACKAGE = Path(__file__).resolve().parent
 
@@ -62,32 +64,9 @@ def closure(module: str) -> frozenset[str]:
 
 
 def command_modules(command: str) -> set[str]:
-    """The knee modules `knee <command>` runs: what cmd_<command> and the cli helpers it calls
-    import, and the modules of the names it uses from cli's own imports."""
-    tree = ast.parse((PACKAGE / "cli.py").read_text(encoding="utf-8"))
-    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
-    top = {}  # a name imported at cli's top level -> its module
-    for n in tree.body:
-        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("knee"):
-            for a in n.names:
-                top[a.asname or a.name] = (f"{n.module}.{a.name}"
-                                           if module_file(f"{n.module}.{a.name}") else n.module)
-    entry = f"cmd_{command.replace('-', '_')}"
-    if entry not in functions:
-        raise KeyError(f"knee has no command {command!r} (no cli.{entry})")
-    modules, seen, todo = set(), set(), [entry]
-    while todo:
-        fn = functions[todo.pop()]
-        seen.add(fn.name)
-        modules |= imported(fn)
-        for node in ast.walk(fn):
-            if not isinstance(node, ast.Name):
-                continue
-            if node.id in top:
-                modules.add(top[node.id])
-            elif node.id in functions and node.id not in seen:
-                todo.append(node.id)
-    return modules
+    """The knee module `knee <command>` runs: the one that declares it and holds its handler
+    (knee.commands.registry), whose import closure is the command's code."""
+    return {registry.module_name(command)}
 
 
 @cache

@@ -1,0 +1,1 @@
+"""The commands of the analyze stage, a module each."""

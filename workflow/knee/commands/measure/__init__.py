@@ -1,0 +1,1 @@
+"""The commands of the measure stage, a module each."""

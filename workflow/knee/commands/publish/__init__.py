@@ -1,0 +1,1 @@
+"""The commands of the publish stage, a module each."""

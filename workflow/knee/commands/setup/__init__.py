@@ -1,0 +1,1 @@
+"""The commands of the setup stage, a module each."""
