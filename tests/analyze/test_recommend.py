@@ -9,10 +9,11 @@ import os
 import numpy as np
 import pytest
 
-from knee.analyze import kmodel, recommend, recommend_parts
+from knee.analyze.recommend import advice, parts, speculation
 from knee.core import jsonio
 from knee.plan import config
-from knee.publish import audit, recommend_out
+from knee.publish import audit
+from knee.publish.recommend import outputs
 from tests.helpers import ROOT, run_knee
 
 # the second reference write-up's k=7 window (results/raw/twocol-armB-metrics-after-t30.txt)
@@ -21,10 +22,10 @@ ACCEPTED = [44225, 29747, 19984, 13513, 9086, 6095, 3840]
 
 
 def test_per_position_rates_are_the_write_ups():
-    rates = kmodel.position_rates(DRAFTS, ACCEPTED)
+    rates = speculation.position_rates(DRAFTS, ACCEPTED)
     assert [round(100 * r, 2) for r in rates] == [72.57, 48.81, 32.79, 22.17, 14.91, 10.0, 6.3]
     # 126490 accepted over 60944 drafts: the tokens per drafted step at k=7
-    assert kmodel.tokens_per_step(rates, 7) == pytest.approx(1 + 126490 / DRAFTS)
+    assert speculation.tokens_per_step(rates, 7) == pytest.approx(1 + 126490 / DRAFTS)
     # three of seven positions accepted less than one time in six: the write-up's knee at 4-5
     assert [r < 1 / 6 for r in rates] == [False] * 4 + [True] * 3
 
@@ -33,20 +34,20 @@ def test_the_k4_ceiling_is_the_write_ups():
     # k=4 probe: 3478 drafts, 5738 accepted -> 2.6498 tokens per step; step 23.38 ms
     tokens = 1 + 5738 / 3478
     assert round(tokens, 4) == 2.6498
-    assert kmodel.ceiling_rate(4, 0.02338) == pytest.approx(213.8, abs=0.1)
+    assert speculation.ceiling_rate(4, 0.02338) == pytest.approx(213.8, abs=0.1)
     assert tokens / 0.02338 == pytest.approx(113.3, abs=0.1)
 
 
 def test_a_shorter_horizon_keeps_the_accepted_prefix():
-    rates = kmodel.position_rates(DRAFTS, ACCEPTED)
-    assert kmodel.tokens_per_step(rates, 4) == pytest.approx(1 + sum(ACCEPTED[:4]) / DRAFTS)
+    rates = speculation.position_rates(DRAFTS, ACCEPTED)
+    assert speculation.tokens_per_step(rates, 4) == pytest.approx(1 + sum(ACCEPTED[:4]) / DRAFTS)
     # measured 3.0 tokens per step at k=7 (some steps without a draft): scaled by the prefix
-    assert kmodel.truncated_tokens(3.0, rates, 7) == pytest.approx(3.0)
-    assert kmodel.truncated_tokens(3.0, rates, 4) == pytest.approx(
+    assert speculation.truncated_tokens(3.0, rates, 7) == pytest.approx(3.0)
+    assert speculation.truncated_tokens(3.0, rates, 4) == pytest.approx(
         1 + 2.0 * sum(ACCEPTED[:4]) / sum(ACCEPTED))
-    assert kmodel.truncated_tokens(3.0, rates, 0) == 1.0
+    assert speculation.truncated_tokens(3.0, rates, 0) == 1.0
     with pytest.raises(Exception, match="beyond the measured horizon"):
-        kmodel.tokens_per_step(rates, 8)
+        speculation.tokens_per_step(rates, 8)
 
 
 @pytest.mark.parametrize("knee", [3.0, 4.0, 6.0, 10.0])
@@ -54,61 +55,61 @@ def test_a_known_two_segment_sweep_returns_its_knee(knee):
     conc = [1, 2, 3, 4, 6, 8, 12, 16]
     rng = np.random.default_rng(int(knee))
     thr = [100 * min(c, knee) * (1 + rng.normal(0, 0.01)) for c in conc]
-    found = kmodel.throughput_knee(conc, thr)
+    found = speculation.throughput_knee(conc, thr)
     assert found["reason"] is None
     assert found["knee"] == pytest.approx(knee, abs=0.6)
 
 
 def test_no_knee_where_throughput_keeps_rising_or_points_are_few():
     conc = [1, 2, 4, 8, 16]
-    rising = kmodel.throughput_knee(conc, [100 * c for c in conc])
+    rising = speculation.throughput_knee(conc, [100 * c for c in conc])
     assert rising["knee"] is None and "still rising" in rising["reason"]
-    few = kmodel.throughput_knee([1, 2, 4], [100, 200, 210])
+    few = speculation.throughput_knee([1, 2, 4], [100, 200, 210])
     assert few["knee"] is None and "needs 4" in few["reason"]
 
 
 def test_the_step_model_recovers_known_coefficients():
     truth = (0.006, 0.0005, 0.0002, 0.0001)
-    obs = [(c, k, float(np.dot(truth, kmodel.design(c, k))))
+    obs = [(c, k, float(np.dot(truth, speculation.design(c, k))))
            for c in (1, 2, 4, 8, 16) for k in (1, 5)]
-    fit = kmodel.fit_step_model(obs)
+    fit = speculation.fit_step_model(obs)
     assert fit.coef == pytest.approx(truth, rel=1e-6) and fit.rms_rel_error < 1e-9
-    assert kmodel.identifiable([(c, k) for c, k, _ in obs])
+    assert speculation.identifiable([(c, k) for c, k, _ in obs])
     # one k everywhere: the k terms cannot be told from the intercept and c
-    assert not kmodel.identifiable([(c, 5) for c in (1, 2, 4, 8, 16)])
+    assert not speculation.identifiable([(c, 5) for c in (1, 2, 4, 8, 16)])
 
 
 def test_schedule_bands_and_ties_to_the_smaller_k():
-    assert kmodel.schedule([1, 2, 4, 8, 16], [5, 5, 1, 1, 1], 16) == [[1, 2, 5], [3, 16, 1]]
-    assert kmodel.schedule([1, 2, 4], [4, 4, 4], 32) == [[1, 32, 4]]
-    assert kmodel.best_k({3: 100.0, 4: 100.5, 5: 99.0}) == 3
-    assert kmodel.best_k({3: 90.0, 4: 100.0}) == 4
+    assert speculation.schedule([1, 2, 4, 8, 16], [5, 5, 1, 1, 1], 16) == [[1, 2, 5], [3, 16, 1]]
+    assert speculation.schedule([1, 2, 4], [4, 4, 4], 32) == [[1, 32, 4]]
+    assert speculation.best_k({3: 100.0, 4: 100.5, 5: 99.0}) == 3
+    assert speculation.best_k({3: 90.0, 4: 100.0}) == 4
 
 
 def test_crossover_is_where_the_smallest_k_starts_to_win():
-    x = recommend_parts.crossover([1, 2, 4, 8, 16], [5, 5, 1, 1, 1], 1)
+    x = parts.crossover([1, 2, 4, 8, 16], [5, 5, 1, 1, 1], 1)
     assert x["concurrency"] == 4 and x["between"] == [2, 4]
-    none = recommend_parts.crossover([1, 2, 4], [5, 5, 5], 1)
+    none = parts.crossover([1, 2, 4], [5, 5, 5], 1)
     assert none["concurrency"] is None and "does not win" in none["reason"]
 
 
 def test_refused_when_the_data_cannot_support_it():
     rows = [{"c": c, "k": 5} for c in (1, 2, 4)]
     windows = [{"drafts": 10, "accepted_per_pos": [5, 4, 3, 2, 1], "pair": 1}]
-    with pytest.raises(recommend.Refused, match=r"one k only .k=5"):
-        recommend.check_supported({}, rows, windows, 5)
-    with pytest.raises(recommend.Refused, match="acceptance counters missing"):
-        recommend.check_supported({}, [*rows, {"c": 4, "k": 1}], [], 5)
-    with pytest.raises(recommend.Refused, match="speculation is off"):
-        recommend.check_supported({}, rows, [], 0)
+    with pytest.raises(advice.Refused, match=r"one k only .k=5"):
+        advice.check_supported({}, rows, windows, 5)
+    with pytest.raises(advice.Refused, match="acceptance counters missing"):
+        advice.check_supported({}, [*rows, {"c": 4, "k": 1}], [], 5)
+    with pytest.raises(advice.Refused, match="speculation is off"):
+        advice.check_supported({}, rows, [], 0)
     two_points = [{"c": c, "k": k} for c in (1, 2) for k in (1, 5)]
-    with pytest.raises(recommend.Refused, match="cannot separate"):
-        recommend.check_supported({}, two_points, windows, 5)
+    with pytest.raises(advice.Refused, match="cannot separate"):
+        advice.check_supported({}, two_points, windows, 5)
 
 
 def test_an_aa_experiment_is_refused_with_its_reason():
     root = ROOT / "results" / "aa-cpu"
-    rec = recommend_out.make(jsonio.read(root / "plan.json", "plan"), root)
+    rec = outputs.make(jsonio.read(root / "plan.json", "plan"), root)
     assert rec["status"] == "refused" and rec["reason"].startswith("one k only (k=5")
 
 
@@ -116,8 +117,8 @@ def test_too_few_concurrencies_are_refused():
     root = ROOT / "results" / "ksched-cpu"
     plan = jsonio.read(root / "plan.json", "plan")
     plan["instruments"]["sweep"]["concurrency"] = [1, 2]
-    with pytest.raises(recommend.Refused, match="too few points"):
-        recommend.build(plan, root)
+    with pytest.raises(advice.Refused, match="too few points"):
+        advice.build(plan, root)
 
 
 def test_the_published_recommendation_is_recomputed_equal():
@@ -151,13 +152,13 @@ def schedule_rec():
 def test_verify_yaml_is_a_one_variable_experiment_with_a_registered_prediction(tmp_path):
     root, rec = schedule_rec()
     plan = jsonio.read(root / "plan.json", "plan")
-    cfg = recommend_out.verify_config(rec, plan, config.load_raw(ROOT / "config" / "config.yaml"),
+    cfg = outputs.verify_config(rec, plan, config.load_raw(ROOT / "config" / "config.yaml"),
                                       root / "recommend" / "recommendation.json")
-    assert cfg["variable"] == recommend_out.SCHEDULE_KEY
+    assert cfg["variable"] == outputs.SCHEDULE_KEY
     assert cfg["arms"]["candidate"]["speculative_config"][
         "num_speculative_tokens_per_batch_size"] == [[1, 2, 5], [3, 16, 2]]
     rules = {r["point"]: r for r in cfg["bar"]["rules"]}
-    assert rules[1]["within_pct"] == recommend_out.PARITY_PCT and "min_gain_pct" in rules[16]
+    assert rules[1]["within_pct"] == outputs.PARITY_PCT and "min_gain_pct" in rules[16]
     _checked, verify_plan = config.plan_config(cfg, "verify.yaml", ROOT)
     assert verify_plan["prediction"]["sha256"] == hashlib.sha256(
         (root / "recommend" / "recommendation.json").read_bytes()).hexdigest()
@@ -180,7 +181,7 @@ def test_predicted_against_measured_uses_each_arms_k():
     root, rec = schedule_rec()
     plan = jsonio.read(root / "plan.json", "plan")
     comparison = jsonio.read(root / "comparison" / "comparison.json", "comparison")
-    rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
+    rows = parts.predicted_vs_measured(rec, plan, comparison)
     assert {(r["arm"], r["concurrency"], r["k"]) for r in rows} >= {
         ("control", 16, 5), ("candidate", 16, 1), ("candidate", 1, 5)}
     for r in rows:
@@ -235,7 +236,7 @@ def test_a_second_horizon_corrects_the_prefix_scaling():
             rows.append({"session": f"1-{k}", "pair": 1, "arm": str(k), "c": c, "k": k,
                          "step_s": 0.01 + 0.001 * c + 0.0005 * k, "tokens_per_step": 1 + excess,
                          "ttft_s": 0.02, "throughput": 100.0 * c, "eta": 1.0})
-    m = recommend.Model(rows, windows, 128)
+    m = advice.Model(rows, windows, 128)
     assert m.availability[2] == pytest.approx(1.2) and m.availability[4] == 1.0
     assert m.tokens(1, 2) == pytest.approx(1 + 1.2 * 2.0 * 1.4 / 2.0)
     assert m.gamma(3) == pytest.approx(1.1) and m.gamma(1) == pytest.approx(1.2)
@@ -267,16 +268,16 @@ def test_a_concurrency_keeps_the_fixed_k_unless_the_gain_is_resolved():
     by = {(1, 3): 90.0, (1, 4): 95.0, (1, 5): 100.0, (16, 3): 110.0, (16, 4): 105.0,
           (16, 5): 100.0}
     sure = {"throughput": {key: [v * f for f in (0.98, 1.0, 1.02)] for key, v in by.items()}}
-    fixed, best = recommend_parts.choose(conc, allowed, by, sure)
+    fixed, best = parts.choose(conc, allowed, by, sure)
     assert fixed == 5 and [b["best_k"] for b in best] == [5, 3]
     assert best[1]["resolved"] and best[1]["k"] == 3 and best[1]["interval"][0] > 0
     # the same point estimates, but resamples in which k=3 sometimes loses: keep k=5
     shaky = {"throughput": {key: list(vals) for key, vals in sure["throughput"].items()}}
     shaky["throughput"][(16, 3)] = [90.0, 110.0, 130.0]
-    _, best = recommend_parts.choose(conc, allowed, by, shaky)
+    _, best = parts.choose(conc, allowed, by, shaky)
     assert best[1]["best_k"] == 3 and not best[1]["resolved"] and best[1]["k"] == 5
-    assert recommend_parts.allowed_ks([{"k": 1}, {"k": 5}], 5) == [1, 2, 3, 4, 5]
-    assert recommend_parts.allowed_ks([{"k": 0}, {"k": 4}], 4) == [0, 4]
+    assert parts.allowed_ks([{"k": 1}, {"k": 5}], 5) == [1, 2, 3, 4, 5]
+    assert parts.allowed_ks([{"k": 0}, {"k": 4}], 4) == [0, 4]
 
 
 def test_the_audit_holds_a_verification_to_its_sealed_prediction_not_its_source(tmp_path):
@@ -310,11 +311,11 @@ def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_comp
     sweep = sorted(w["speed"] for w in windows if w["instrument"] == "sweep")
     assert len(sweep) == 6
     median = (sweep[2] + sweep[3]) / 2
-    speed = recommend.sweep_speed(plan, recommend.sweep_windows(plan, sampled))
+    speed = advice.sweep_speed(plan, advice.sweep_windows(plan, sampled))
     assert speed == pytest.approx(median, abs=0.01)
     old = ROOT / "results" / "ksched-cpu"  # measured before the sampler: nothing to say
     old_plan = jsonio.read(old / "plan.json", "plan")
-    assert recommend.sweep_speed(old_plan, recommend.sweep_windows(old_plan, old)) is None
+    assert advice.sweep_speed(old_plan, advice.sweep_windows(old_plan, old)) is None
     # a verification 20 % faster than the run its prediction comes from says so
     rec = jsonio.read(old / "recommend" / "recommendation.json", "recommendation")
     file = tmp_path / "recommendation.json"
@@ -338,7 +339,7 @@ def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_comp
 def test_the_verification_of_an_experiment_with_a_long_name_has_a_valid_name():
     root, rec = schedule_rec()
     plan = {**jsonio.read(root / "plan.json", "plan"), "name": "k" * 100}
-    cfg = recommend_out.verify_config(rec, plan, config.load_raw(ROOT / "config" / "config.yaml"),
+    cfg = outputs.verify_config(rec, plan, config.load_raw(ROOT / "config" / "config.yaml"),
                                       root / "recommend" / "recommendation.json")
     assert cfg["name"] == "k" * 93 + "-verify"
     assert config.validate(cfg, "verify.yaml")["name"] == cfg["name"]

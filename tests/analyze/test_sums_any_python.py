@@ -17,7 +17,7 @@ from knee.analyze import compare
 from knee.analyze.bar import judge_plan
 from knee.analyze.folder import load_sessions, realized_sessions
 from knee.core import jsonio, layout
-from knee.publish import recommend_out
+from knee.publish.recommend import outputs
 from tests.helpers import ROOT
 
 BUILTIN_SUM = builtins.sum
@@ -57,8 +57,8 @@ def analysis(root: Path) -> str:
     boots = [loaded[(s["pair"], s["arm"])]["boot"] for s in realized_sessions(plan, root)]
     comparison = compare.compare(plan, loaded, None)
     made = {"comparison": comparison, "bar": judge_plan(plan, comparison, boots)}
-    if recommend_out.folder(root).is_dir():
-        made["recommendation"] = recommend_out.make(plan, root)
+    if outputs.folder(root).is_dir():
+        made["recommendation"] = outputs.make(plan, root)
     return json.dumps(made, sort_keys=True)
 
 

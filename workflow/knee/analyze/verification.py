@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from knee.analyze import recommend_parts
+from knee.analyze.recommend import parts
 from knee.core.records import Plan, Section
 
 
@@ -20,9 +20,9 @@ def section(plan: Plan, comparison: Mapping[str, Any], rec: Mapping[str, Any],
     measured_pct and its interval, difference_pct), the median and largest absolute error,
     the median absolute change difference, and the engine CPU's speed in both runs (here:
     this run's, over its load windows)."""
-    rows = recommend_parts.predicted_vs_measured(rec, plan, comparison)
+    rows = parts.predicted_vs_measured(rec, plan, comparison)
     errors = [abs(r["error_pct"]) for r in rows]
-    changes = recommend_parts.predicted_changes(rec, plan, comparison)
+    changes = parts.predicted_changes(rec, plan, comparison)
     then = rec.get("sweep_cpu_speed")
     return {"rows": rows, "changes": changes,
             "change_median_abs": statistics.median(abs(c["difference_pct"]) for c in changes)

@@ -277,19 +277,19 @@ def check_prediction(plan: Plan, root: Path) -> list[str]:
 def check_recommendation(root: Path, plan: Plan) -> list[str]:
     """recommend/: the recommendation recomputed from the raw files, and its README,
     verify.yaml and figure rendered again, equal to what is published."""
-    from knee.publish import recommend_out, recommend_report
+    from knee.publish.recommend import outputs, report
 
     problems = check_prediction(plan, root)
-    folder = recommend_out.folder(root)
+    folder = outputs.folder(root)
     if not folder.is_dir():
         return problems
-    fresh = recommend_out.make(plan, root)
+    fresh = outputs.make(plan, root)
     stored = jsonio.read(folder / "recommendation.json", "recommendation")
     problems += [f"{layout.RECOMMENDATION}#{p}: differs from the recomputation"
                  for p in diff({k: stored.get(k) for k in fresh}, fresh)]
-    texts = {"README.md": recommend_report.readme(stored, plan),
-             "verify.yaml": recommend_out.verify_text(stored, plan,
-                                                      recommend_out.config_of(root))}
+    texts = {"README.md": report.readme(stored, plan),
+             "verify.yaml": outputs.verify_text(stored, plan,
+                                                      outputs.config_of(root))}
     for name, text in texts.items():
         if jsonio.read_text(folder / name) != text:
             problems.append(f"{layout.RECOMMEND}/{name}: differs from the recomputation")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from knee import instruments
-from knee.analyze.kmodel import session_k
+from knee.analyze.recommend.speculation import session_k
 from knee.core import folderscan, jsonio, layout
 from knee.core.records import Plan, Section
 from knee.publish.templating import markdown

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from knee import instruments
-from knee.analyze import kmodel
+from knee.analyze.recommend import speculation
 from knee.analyze.stats import mean
 from knee.core.records import Plan, Section
 from knee.publish import rulefig
@@ -45,7 +45,7 @@ class View:
         return threshold
 
     def session_k(self, arm: str, points: list[int]) -> list[int]:
-        return kmodel.session_k(self.plan, arm, points)
+        return speculation.session_k(self.plan, arm, points)
 
     effect_label = staticmethod(effect_label)
     mean = staticmethod(mean)

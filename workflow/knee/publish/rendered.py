@@ -59,10 +59,10 @@ def figures_of(root: Path, plan: Plan, comparison: Mapping[str, Any],
 
 
 def recommend_figure(root: Path, recommendation: Mapping[str, Any]) -> list[str]:
-    from knee.publish import recommend_report
+    from knee.publish.recommend import report
 
     with tempfile.TemporaryDirectory() as tmp:
-        recommend_report.figure(recommendation, Path(tmp) / "recommend")
+        report.figure(recommendation, Path(tmp) / "recommend")
         return same_files(Path(tmp), Path(root) / "recommend", "recommend")
 
 

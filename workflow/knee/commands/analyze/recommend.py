@@ -12,12 +12,12 @@ from knee.core import folderscan, jsonio, layout
 
 def run(args: argparse.Namespace) -> int:
     from knee.analyze.folder import Named
-    from knee.publish import recommend_out
+    from knee.publish.recommend import outputs
 
     named = args.inputs and Named("knee recommend", args.inputs)
     if not named:
         folderscan.checked([args.results], "knee recommend")
-    rec = recommend_out.write(args.results, args.config or recommend_out.config_of(args.results),
+    rec = outputs.write(args.results, args.config or outputs.config_of(args.results),
                               jsonio.read(args.results / layout.PLAN, "plan"), named)
     from knee.publish.verdict import schedule_words
 

@@ -29,10 +29,11 @@ from typing import Any, TypedDict
 import numpy as np
 
 from knee import instruments
-from knee.analyze import compare, kmodel, recommend_parts
+from knee.analyze import compare
 from knee.analyze.folder import Named, reader, realized_sessions
-from knee.analyze.kmodel import session_k
-from knee.analyze.recommend_parts import RESAMPLES, Resamples, load
+from knee.analyze.recommend import parts, speculation
+from knee.analyze.recommend.parts import RESAMPLES, Resamples, load
+from knee.analyze.recommend.speculation import session_k
 from knee.core import layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.records import Plan
@@ -130,7 +131,7 @@ def acceptance_windows(plan: Plan, root: Path, horizon: int,
 def pooled_rates(windows: Sequence[Mapping[str, Any]]) -> list[float]:
     drafts = sum(w["drafts"] for w in windows)
     accepted = np.sum([w["accepted_per_pos"] for w in windows], axis=0)
-    return kmodel.position_rates(drafts, [float(a) for a in accepted])
+    return speculation.position_rates(drafts, [float(a) for a in accepted])
 
 
 def check_supported(plan: Plan, rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]],
@@ -145,10 +146,10 @@ def check_supported(plan: Plan, rows: list[dict[str, Any]], windows: Sequence[Ma
     if len(ks) < 2:
         raise Refused(f"one k only (k={ks[0]} at every measured point of both arms): the step "
                       "time cannot be separated from k")
-    if not kmodel.identifiable([(r["c"], r["k"]) for r in rows]):
+    if not speculation.identifiable([(r["c"], r["k"]) for r in rows]):
         pts = sorted({(r["c"], r["k"]) for r in rows})
         raise Refused(f"the measured (concurrency, k) points {pts} cannot separate the step "
-                      f"model's terms {', '.join(kmodel.STEP_TERMS)}: measure a second k at "
+                      f"model's terms {', '.join(speculation.STEP_TERMS)}: measure a second k at "
                       "two or more concurrencies")
 
 
@@ -166,7 +167,7 @@ class Model:
                  output_tokens: int):
         self.rates = pooled_rates(windows)
         self.horizon = len(self.rates)
-        self.step = kmodel.fit_step_model([(r["c"], r["k"], r["step_s"]) for r in rows])
+        self.step = speculation.fit_step_model([(r["c"], r["k"], r["step_s"]) for r in rows])
         self.n = output_tokens
         self.at: dict[int, AtConcurrency] = {}
         for c in sorted({r["c"] for r in rows}):
@@ -244,7 +245,7 @@ def bootstrap(rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]], 
         picks = resample_pairs(pairs, rng)
         sub = [r for p in picks for r in rows if r["pair"] == p]
         subw = [w for p in picks for w in windows if w["pair"] == p]
-        if not subw or not kmodel.identifiable([(r["c"], r["k"]) for r in sub]):
+        if not subw or not speculation.identifiable([(r["c"], r["k"]) for r in sub]):
             continue
         m = Model(sub, subw, n_tokens)
         for c in conc:
@@ -269,7 +270,7 @@ def build(plan: Plan, root: Path, named: Named | None = None) -> dict[str, Any]:
     model = Model(rows, windows, n_tokens)
     ks = candidate_ks(rows, horizon)
     boot = bootstrap(rows, windows, n_tokens, conc, ks)
-    rec = recommend_parts.assemble(plan, rows, windows, model, ks, boot)
+    rec = parts.assemble(plan, rows, windows, model, ks, boot)
     speed = sweep_speed(plan, sweeps)
     return {**rec, "sweep_cpu_speed": speed} if speed else rec
 

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from knee import instruments
-from knee.analyze import kmodel
+from knee.analyze.recommend import speculation
 from knee.core.records import Plan
 
 # (concurrency, k) -> each resample's prediction, under "throughput" and "decode_rate"
@@ -20,7 +20,7 @@ class Fitted(Protocol):
     """What the recommendation reads of a fitted model (knee.analyze.recommend.Model)."""
     rates: list[float]
     horizon: int
-    step: kmodel.StepModel
+    step: speculation.StepModel
     availability: dict[int, float]
 
     def tokens(self, c: int, k: int) -> float: ...
@@ -42,8 +42,9 @@ METHOD = ("Step time per (session, concurrency): the median over requests of the
           "step(c, k) = b0 + b1 c + b2 k + b3 c k, least squares over every session of both "
           "arms. Throughput at c: eta(c) c N / (TTFT(c) + (N - 1) step / tokens per step), "
           "eta(c) the measured ratio of throughput to that closed-loop formula. Best k per "
-          f"concurrency: the highest predicted throughput, ties within {kmodel.TIE_PCT:g} % to "
-          "the smaller k, among the k between the shortest and the longest horizon measured "
+          "concurrency: the highest predicted throughput, ties within "
+          f"{speculation.TIE_PCT:g} % to the smaller k, among the k between the shortest and "
+          "the longest horizon measured "
           "(predictions beyond them are marked extrapolated); the schedule keeps the best fixed "
           "k at a concurrency unless the best k's predicted gain over it has an interval above "
           f"zero. Intervals: {RESAMPLES} resamples of the boot pairs (with "
@@ -53,8 +54,8 @@ THROUGHPUT_KNEE_METHOD = (
     "Throughput knee: a continuous two-segment line fitted to the arm's throughput "
     "per concurrency (geometric mean over its boots), the break searched between "
     "the second and the second-to-last point; a knee only when the slope after it "
-    f"is at most {kmodel.KNEE_SLOPE_RATIO:g} of the slope before and two segments "
-    f"leave at most {kmodel.KNEE_SSE_RATIO:g} of one line's squared error.")
+    f"is at most {speculation.KNEE_SLOPE_RATIO:g} of the slope before and two segments "
+    f"leave at most {speculation.KNEE_SSE_RATIO:g} of one line's squared error.")
 
 
 def load() -> str:
@@ -124,7 +125,7 @@ def throughput_knees(plan: Plan, rows: list[dict[str, Any]]) -> dict[str, Any]:
         thr = [gmean([r["throughput"] for r in rows if r["arm"] == arm and r["c"] == c])
                for c in conc]
         out[arm] = {"concurrency": conc, "throughput": thr,
-                    **kmodel.throughput_knee(conc, thr)}
+                    **speculation.throughput_knee(conc, thr)}
     return out
 
 
@@ -136,7 +137,7 @@ def ceiling(model: Fitted, c: int, ks: list[int]) -> list[dict[str, Any]]:
         out.append({"k": k, "concurrency": c, "step_s": step,
                     "tokens_per_step": model.tokens(c, k),
                     "modelled_decode_rate": model.tokens(c, k) / step,
-                    "ceiling_decode_rate": kmodel.ceiling_rate(k, step)})
+                    "ceiling_decode_rate": speculation.ceiling_rate(k, step)})
     return out
 
 
@@ -170,9 +171,9 @@ def choose(conc: list[int], allowed: list[int], by: Mapping[tuple[int, int], flo
     fixed = max(allowed, key=lambda k: gmean([by[(c, k)] for c in conc]))
     out = []
     for c in conc:
-        best = kmodel.best_k({k: by[(c, k)] for k in allowed})
+        best = speculation.best_k({k: by[(c, k)] for k in allowed})
         draws = len(boot["throughput"][(c, fixed)])
-        picks = [kmodel.best_k({k: boot["throughput"][(c, k)][i] for k in allowed})
+        picks = [speculation.best_k({k: boot["throughput"][(c, k)][i] for k in allowed})
                  for i in range(draws)]
         ratios = [100 * (y / x - 1) for x, y in zip(
             boot["throughput"][(c, fixed)], boot["throughput"][(c, best)], strict=True)]
@@ -195,7 +196,7 @@ def assemble(plan: Plan, rows: list[dict[str, Any]], windows: Sequence[Mapping[s
     fixed, best = choose(conc, allowed, by, boot)
     chosen = [b["k"] for b in best]
     max_seqs = max(int(a["args"].get("max-num-seqs", conc[-1])) for a in plan["arms"].values())
-    bands = kmodel.schedule(conc, chosen, max_seqs)
+    bands = speculation.schedule(conc, chosen, max_seqs)
     fit = measured_fit(plan, rows, model)
     errors = [abs(f["error_pct"]) for f in fit]
     return {
@@ -208,11 +209,11 @@ def assemble(plan: Plan, rows: list[dict[str, Any]], windows: Sequence[Mapping[s
                        "drafts": float(sum(w["drafts"] for w in windows)),
                        "accepted_per_pos": [float(v) for v in np.sum(
                            [w["accepted_per_pos"] for w in windows], axis=0)],
-                       "tokens_per_draft": [kmodel.tokens_per_step(model.rates, k)
+                       "tokens_per_draft": [speculation.tokens_per_step(model.rates, k)
                                             for k in range(model.horizon + 1)],
                        "draft_availability": [{"k": k, "gamma": g} for k, g in
                                               sorted(model.availability.items())]},
-        "step_model": {"terms": list(kmodel.STEP_TERMS), "coef": list(model.step.coef),
+        "step_model": {"terms": list(speculation.STEP_TERMS), "coef": list(model.step.coef),
                        "observations": model.step.n,
                        "rms_rel_error_pct": 100 * model.step.rms_rel_error,
                        "max_rel_error_pct": 100 * model.step.max_rel_error},
@@ -246,7 +247,7 @@ def predicted_vs_measured(rec: Mapping[str, Any], plan: Plan,
             and r["metric"] == "throughput" and isinstance(r.get("pair"), int)]
     out = []
     for arm in plan["arms"]:
-        for c, k in zip(conc, kmodel.session_k(plan, arm, conc), strict=True):
+        for c, k in zip(conc, speculation.session_k(plan, arm, conc), strict=True):
             vals = [r[arm] for r in rows if r["point"] == c and r.get(arm)]
             pred = by.get((c, k))
             if not vals or pred is None:
@@ -269,7 +270,7 @@ def predicted_changes(rec: Mapping[str, Any], plan: Plan,
     gains = {(v["concurrency"], v["k"], v["control_k"]): v for v in rec["verify"]}
     name = load()
     conc = plan["instruments"][name]["concurrency"]
-    ks = {arm: kmodel.session_k(plan, arm, conc) for arm in ("control", "candidate")}
+    ks = {arm: speculation.session_k(plan, arm, conc) for arm in ("control", "candidate")}
     out = []
     for i, c in enumerate(conc):
         kc, kx = ks["control"][i], ks["candidate"][i]

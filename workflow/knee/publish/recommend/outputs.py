@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from knee.analyze import recommend, recommend_parts
 from knee.analyze.folder import Named
+from knee.analyze.recommend import advice, parts
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Config, Plan, Section
@@ -40,15 +40,15 @@ def config_of(root: Path) -> list[Path]:
 def make(plan: Plan, root: Path, named: Named | None = None) -> Section:
     """The recommendation, or the refusal with its reason."""
     try:
-        return recommend.build(plan, root, named)
-    except recommend.Refused as e:
-        return recommend_parts.refused(plan, str(e))
+        return advice.build(plan, root, named)
+    except advice.Refused as e:
+        return parts.refused(plan, str(e))
 
 
 def spec_base(plan: Plan, horizon: int) -> Section:
     """The speculative_config of the arm that drafts at the horizon, without a schedule."""
     for arm in plan["arms"]:
-        if recommend.fixed_at(plan, arm, horizon):
+        if advice.fixed_at(plan, arm, horizon):
             spec: Section = copy.deepcopy(plan["arms"][arm]["speculative_config"])
             spec.pop("num_speculative_tokens_per_batch_size", None)
             return spec
@@ -79,7 +79,7 @@ def verify_bar(rec: Mapping[str, Any], alpha: float) -> Section:
     """Pre-registered from the prediction: where the schedule's k differs from the fixed k, its
     throughput gain is at least the low end of the predicted gain's interval; where it is the
     same k, parity within PARITY_PCT (what running a schedule costs by itself)."""
-    rules, load = [], recommend_parts.load()
+    rules, load = [], parts.load()
     for v in rec["verify"]:
         c = v["concurrency"]
         if v["k"] == v["control_k"]:
@@ -132,12 +132,12 @@ def write(root: Path, config_paths: list[Path], plan: Plan,
           named: Named | None = None) -> Section:
     """Every file of results/X/recommend/, each written atomically (from the folder's files;
     with `named`, knee.analyze.folder.Named, only from those)."""
-    from knee.publish import recommend_report
+    from knee.publish.recommend import report
 
     rec = make(plan, root, named)
     out = folder(root)
     data = jsonio.write(out / "recommendation.json", "recommendation", rec)
     jsonio.atomic_write_text(out / "verify.yaml", verify_text(rec, plan, config_paths))
-    jsonio.atomic_write_text(out / "README.md", recommend_report.readme(data, plan))
-    recommend_report.figure(data, out / "recommend")
+    jsonio.atomic_write_text(out / "README.md", report.readme(data, plan))
+    report.figure(data, out / "recommend")
     return data
