@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from knee.analyze import compare, design
+from knee.analyze import compare
+from knee.analyze.adjust import design
 from knee.analyze.bar import judge_plan
 from knee.core import jsonio, layout
 from knee.publish import audit

@@ -44,7 +44,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from knee.analyze import prom
+from knee.analyze.window import prom
 from knee.core import prompts
 from knee.measure import client, gpu
 from knee.measure.runtime import endpoint

@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from knee.analyze import calibration, design
+from knee.analyze.adjust import calibration, design
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ["calib-h200-35b", "aa-h200-35b", "aa-h200-35b-pinned", "ksched-h200-35b"]

@@ -10,7 +10,8 @@ import random
 
 import pytest
 
-from knee.analyze import bar, calibration, compare, covariate, design, inference
+from knee.analyze import bar, compare, inference
+from knee.analyze.adjust import calibration, covariate, design
 from knee.analyze.folder import load_boots, load_sessions
 from knee.core import jsonio
 from knee.core.errors import KneeError

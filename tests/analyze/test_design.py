@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from knee.analyze import design, inference
+from knee.analyze import inference
+from knee.analyze.adjust import design
 
 TARGET, ALPHA = 1.5, 0.05
 

@@ -1,7 +1,7 @@
 """Windows that did not measure their load: under 90 % of their time at their concurrency, or
 held for min_window_s and shorter."""
 
-from knee.analyze import held
+from knee.analyze.window import held
 
 
 def sessions(*points: dict) -> dict:

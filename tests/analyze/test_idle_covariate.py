@@ -13,7 +13,8 @@ import statistics
 
 import pytest
 
-from knee.analyze import bar, calibration, compare, covariate, inference
+from knee.analyze import bar, compare, inference
+from knee.analyze.adjust import calibration, covariate
 from knee.analyze.folder import load_boots, load_sessions
 from knee.core import jsonio
 from knee.core.errors import KneeError

@@ -2,7 +2,7 @@
 
 import pytest
 
-from knee.analyze import prom
+from knee.analyze.window import prom
 from knee.core.errors import KneeError
 from tests.helpers import ROOT
 

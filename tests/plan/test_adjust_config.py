@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from knee.analyze import calibration
+from knee.analyze.adjust import calibration
 from knee.core import jsonio
 from knee.core.errors import KneeError
 from knee.plan import config, configfile

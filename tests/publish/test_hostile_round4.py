@@ -16,7 +16,7 @@ import pytest
 
 from knee import cli
 from knee.analyze import bar as barmod
-from knee.analyze import calibration, design
+from knee.analyze.adjust import calibration, design
 from knee.commands.publish import audit as audit_command
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from knee import instruments
-from knee.analyze import inference, prom, stats
+from knee.analyze import inference, stats
+from knee.analyze.window import prom
 
 
 def mean_interval(values: list[float], confidence: float) -> tuple[float, list[float] | None]:

@@ -11,7 +11,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from knee.analyze import covariate, hosts, inference, robust, samework
+from knee.analyze import hosts, inference, robust, samework
+from knee.analyze.adjust import covariate
 from knee.core import rulekinds
 from knee.core.records import BarVerdict, ComparisonRow, Judged, Plan, RuleVerdict
 from knee.plan import adjust as registered
@@ -79,7 +80,7 @@ def adjusted_effect(comparison: Mapping[str, Any], rule: dict[str, Any], pairs: 
                     effects: list[float],
                     adjust: dict[str, Any], level: float) -> tuple[dict[str, Any],
                     inference.Effect | None]:
-    """The registered covariate adjustment of one rule (knee.analyze.covariate): what it did,
+    """The registered covariate adjustment of one rule (knee.analyze.adjust.covariate): what it did,
     and the adjusted effect over pairs (None where it is withheld, and the reason why)."""
     slope = adjust["slopes"][rule["name"]]
     ratios = covariate.speed_ratios(comparison, rule, pairs)

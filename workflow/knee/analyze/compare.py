@@ -13,20 +13,19 @@ from typing import Any, cast
 
 from knee import instruments
 from knee.analyze import (
-    covariate,
-    held,
     inference,
     latency,
     noise,
-    prom,
     resolved,
     samework,
     sampling,
     together,
     verification,
 )
+from knee.analyze.adjust import covariate
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import decode_rate, gmean, mean, pct, point_summary
+from knee.analyze.window import held, prom
 from knee.core import metrics
 from knee.core.records import Comparison, Plan
 from knee.plan.arms import differences, in_variable, shown_variable

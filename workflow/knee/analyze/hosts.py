@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from statistics import stdev
 from typing import Any
 
-from knee.analyze import covariate, inference
+from knee.analyze import inference
+from knee.analyze.adjust import covariate
 
 
 def pair_hosts(boots: Sequence[Mapping[str, Any]]) -> dict[int, list[str]]:

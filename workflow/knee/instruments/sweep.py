@@ -164,7 +164,7 @@ def per_point_bars(ax: Axes, view: View, metric: str, ylabel: str, scale: float 
 def no_rate(ax: Axes, view: View, windows: list[Mapping[str, Any]], positions: int) -> None:
     """A hollow marker on the axis at each position where an arm has no rate in any of its
     windows, not a rate of zero: beyond its k (never drafted there), or where its window mixed
-    more draft lengths than the counters can tell apart (knee.analyze.prom)."""
+    more draft lengths than the counters can tell apart (knee.analyze.window.prom)."""
     for arm in dict.fromkeys(w["session"].split("-", 1)[1] for w in windows):
         rates = [w["per_position_rate"] for w in windows if w["session"].endswith(f"-{arm}")]
         beyond = [i for i in range(1, positions + 1) if all(i > len(r) for r in rates)]

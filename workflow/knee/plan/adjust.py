@@ -2,7 +2,7 @@
 checked against the experiment and embedded in the plan, so that its slopes are part of the
 bar's sha256 from before the first boot (a calibration chosen after the run is a changed bar).
 
-A calibration holds for one model, engine and host (its facts, knee.analyze.calibration): the
+A calibration holds for one model, engine and host (its facts, knee.analyze.adjust.calibration): the
 model is checked when the config is planned, the engine and the host before a session boots.
 """
 

@@ -22,7 +22,7 @@ from knee.analyze.folder import (
     session_receipts,
 )
 from knee.analyze.looks import decide
-from knee.analyze.prom import window_metrics
+from knee.analyze.window.prom import window_metrics
 from knee.core import folderscan, jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import sha256_file

@@ -9,7 +9,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from knee import instruments
-from knee.analyze import covariate, design, held, inference
+from knee.analyze import inference
+from knee.analyze.adjust import covariate, design
+from knee.analyze.window import held
 from knee.core.records import Plan, Section
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values

@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from knee.analyze import covariate
+from knee.analyze.adjust import covariate
 from knee.core import layout, rulekinds
 from knee.core.records import Plan
 

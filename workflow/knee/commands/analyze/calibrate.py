@@ -12,7 +12,7 @@ from knee.core import jsonio
 
 
 def run(args: argparse.Namespace) -> int:
-    from knee.analyze import calibration
+    from knee.analyze.adjust import calibration
 
     doc = jsonio.write(args.out, "calibration",
                        calibration.calibrate(args.results, args.timing_only, args.covariate))

@@ -13,7 +13,7 @@ from knee.core.errors import KneeError
 
 
 def run(args: argparse.Namespace) -> int:
-    from knee.analyze import design
+    from knee.analyze.adjust import design
     from knee.plan import adjust, config
 
     if not 0 < args.mde < 100:

@@ -10,7 +10,7 @@ from knee.core import jsonio
 
 
 def run(args: argparse.Namespace) -> int:
-    from knee.analyze.prom import window_metrics
+    from knee.analyze.window.prom import window_metrics
 
     raw = jsonio.read(args.raw, "raw")
     result = window_metrics(raw, jsonio.read(args.boot, "boot"), args.before, args.after,

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from knee.analyze import prom
+from knee.analyze.window import prom
 from knee.core import prompts
 from knee.core.records import Point, Section
 from knee.instruments.ports import Tokenize

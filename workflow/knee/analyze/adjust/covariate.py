@@ -7,13 +7,13 @@ mean over the runs, as the figure is the mean over them), else over the whole wi
 measured before runs recorded it, and a figure pooled over the window's points).
 
 The adjustment is the one registered with the bar (bar.adjust, its slopes from a calibration
-A/A, knee.analyze.calibration): each pair's effect is log(candidate / control) minus the slope
-times log(candidate speed / control speed), judged by the same t interval over pairs. A slope
-fitted on the experiment's own pairs with that interval is not calibrated; only a registered
-one is used. Beside every adjusted rule: the balance check (the arms' mean log speed difference
-with its interval). The adjustment applies only where balance is shown: the interval lies
-inside ±the registered tolerance (equivalence, the burden of proof on balance); anywhere else
-an arm may have moved the covariate, so the rule is judged as measured and says why.
+A/A, knee.analyze.adjust.calibration): each pair's effect is log(candidate / control) minus the
+slope times log(candidate speed / control speed), judged by the same t interval over pairs. A
+slope fitted on the experiment's own pairs with that interval is not calibrated; only a
+registered one is used. Beside every adjusted rule: the balance check (the arms' mean log speed
+difference with its interval). The adjustment applies only where balance is shown: the interval
+lies inside ±the registered tolerance (equivalence, the burden of proof on balance); anywhere
+else an arm may have moved the covariate, so the rule is judged as measured and says why.
 
 With bar.adjust.covariate idle_speed the covariate is the CPUs' speed over the probe each boot
 takes with its engine booted and idle, before its first window (knee.measure.hostspeed

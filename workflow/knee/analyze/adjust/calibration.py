@@ -2,7 +2,7 @@
 
 `knee calibrate results/AA ...` reads one or more A/A folders (any folder serves: each arm's
 boots are a group of identical servers) and writes, per bar figure, the slope of the log figure
-on the log host speed (knee.analyze.covariate: the figure's own span), the between-boot noise
+on the log host speed (knee.analyze.adjust.covariate: the figure's own span), the between-boot noise
 before and after the adjustment, in sample and leaving each boot out (the slope and the group's
 mean re-estimated without it: what a registered slope does to a boot it never saw), the
 run-to-run and between-boot components the protocol planner needs, the costs of a session, and
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from knee import instruments
-from knee.analyze import compare, covariate, sampling
+from knee.analyze import compare, sampling
+from knee.analyze.adjust import covariate
 from knee.analyze.folder import load_receipts, load_sessions
 from knee.analyze.stats import fmean, mean, point_summary
 from knee.core import folderscan, jsonio, layout

@@ -1,6 +1,6 @@
 """The protocol planner: the fewest GPU minutes that resolve every bar rule to a target MDE.
 
-From a calibration (knee.analyze.calibration): a boot's noise in each bar figure once the
+From a calibration (knee.analyze.adjust.calibration): a boot's noise in each bar figure once the
 registered slope has taken the host speed out (each boot left out of the fit that predicts it:
 out of sample), split where the figure is a mean over sweep runs into a run-to-run and a
 between-boot part; and what a session costs (a fixed part, and each sweep run by point). A pair
