@@ -29,9 +29,9 @@ def fake_python(tmp_path, facts: dict):
 
 
 def a_session(engine: dict | None):
-    rt = {"engine": engine} if engine else {}
-    return SimpleNamespace(sid="3-control", plan={"name": "calib"}, rt=rt,
-                           runtime=runtimes.RUNTIMES["process"])
+    section = {"engine": engine} if engine else {}
+    return SimpleNamespace(sid="3-control", plan={"name": "calib"}, runtime=section,
+                           runtime_kind=runtimes.RUNTIMES["process"])
 
 
 def test_a_session_goes_on_only_with_the_engine_the_folder_recorded(tmp_path):

@@ -73,22 +73,22 @@ class Session:
     root: Path
     info: Section = field(init=False)
     arm: Section = field(init=False)
-    rt: Section = field(init=False)
+    runtime: Section = field(init=False)  # its runtime section (simultaneous: its set)
     staging: Path = field(init=False)
     log: Path = field(init=False)
     cache_root: Path = field(init=False)
     started: float = field(init=False)  # monotonic seconds when the session began
-    runtime: runtimes.Runtime = field(init=False)  # what the runtime is (knee.plan.runtimes)
+    runtime_kind: runtimes.Runtime = field(init=False)  # what it is (knee.plan.runtimes)
 
     def __post_init__(self) -> None:
         self.started = time.monotonic()
         self.info = session_info(self.plan, self.sid)
         self.arm = self.plan["arms"][self.info["arm"]]
-        self.rt = together.placed(self.plan["runtime"], self.info)  # simultaneous: its set
-        self.runtime = runtimes.of(self.plan)
+        self.runtime = together.placed(self.plan["runtime"], self.info)
+        self.runtime_kind = runtimes.of(self.plan)
         self.staging = self.root / ".staging" / self.sid
         self.log = self.root / layout.log(f"engine/{self.sid}")
-        self.cache_root = Path(self.rt["cache_dir"]).resolve()
+        self.cache_root = Path(self.runtime["cache_dir"]).resolve()
 
     @property
     def interleaved(self) -> bool:
@@ -98,7 +98,7 @@ class Session:
     @property
     def as_run(self) -> Plan:
         """The plan with this session's runtime section (simultaneous order: its set)."""
-        return cast(Plan, {**self.plan, "runtime": self.rt})
+        return cast(Plan, {**self.plan, "runtime": self.runtime})
 
     def receipt(self, kind: str, payload: Section) -> None:
         jsonio.write(self.staging / layout.receipt(self.sid, kind), kind,
@@ -112,24 +112,24 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
     model = model_facts(s.plan["model"])
     preboot.refuse_overwrite(root, sid)
     progress.say(progress.experiment_line(s.plan, root, sid, time.time()))
-    preboot.preflight(s.plan, s.info["arm"], s.rt)
+    preboot.preflight(s.plan, s.info["arm"], s.runtime)
     preboot.warn_split_pair(s.plan, root, sid, receipts.host_boot_id())
     # the engine environment's versions, (docker) the image receipt: digest and versions, or
     # (external) what the servers said of themselves before the first session
     engine_facts = jsonio.read(engine_info)
     check_flags(s, engine_facts)
     engine_facts = {k: v for k, v in engine_facts.items() if k != "options"}
-    if not s.runtime.boots:
+    if not s.runtime_kind.boots:
         engine_facts = engine_facts[s.info["arm"]]
         expectation = None
     else:
         check_same_engine(s, python, engine_facts)
         preboot.check_calibrated(s.plan, engine_facts)
         if s.interleaved:  # set 2 boots once set 1 has: what it finds in the cache is after
-            together.boot_turn(s.root, s.info, s.rt["boot_timeout_s"] + together.MEET_SLACK_S)
+            together.boot_turn(s.root, s.info, s.runtime["boot_timeout_s"] + together.MEET_SLACK_S)
         expectation = expect_cache(s, model, engine_facts)
     prepare_folders(s)
-    engine_cpus, client_cpus = split_cpus(s.rt.get("engine_cpus"))
+    engine_cpus, client_cpus = split_cpus(s.runtime.get("engine_cpus"))
     if "cpus" in s.info:  # an arm's own set: the load generator on its engine's
         client_cpus = engine_cpus
     where = receipts.scheduler()
@@ -148,7 +148,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         for name in instrument_names(s.plan):
             measure(engine, s.as_run, name, sid, s.staging / layout.raw_dir(sid), model,
                     client_cpus, engine_cpus, *together.window_pairing(
-                        s.root, s.info, s.plan["protocol"], s.rt["boot_timeout_s"], name))
+                        s.root, s.info, s.plan["protocol"], s.runtime["boot_timeout_s"], name))
         ok = True
     finally:
         stop(s, engine, ok)
@@ -190,7 +190,7 @@ def expect_cache(s: Session, model: Section, engine_facts: Section) -> CacheExpe
         message = (f"session {s.sid}: the compile cache in {receipts.shown(s.cache_root)} is "
                    f"expected to {'miss' if expected['expected'] == 'miss' else 'be unknown'}: "
                    f"{expected['reason']}")
-        if s.rt["on_cache_miss"] == "fail":
+        if s.runtime["on_cache_miss"] == "fail":
             raise KneeError(
                 f"{message}. runtime.on_cache_miss is 'fail', so nothing was booted: boot this "
                 "arm once with on_cache_miss: warn to build its cache, or point "
@@ -211,7 +211,7 @@ def prepare_folders(s: Session) -> None:
 def make_engine(s: Session, model: Section, engine_facts: Section, python: str,
                 engine_cpus: list[int] | None) -> tuple[Served, Section]:
     """The engine of the session's runtime and what its boot receipt says of its launch."""
-    launched: tuple[Served, Section] = LAUNCH[s.runtime.kind](s, model, engine_facts, python,
+    launched: tuple[Served, Section] = LAUNCH[s.runtime_kind.kind](s, model, engine_facts, python,
                                                             engine_cpus)
     return launched
 
@@ -219,21 +219,22 @@ def make_engine(s: Session, model: Section, engine_facts: Section, python: str,
 def boot(s: Session, engine: Served, facts: Section, expectation: CacheExpectation | None) -> None:
     """Start the engine, wait until it serves, and write the cache and boot receipts (an
     external server: wait until it answers; no compile cache is knee's to see)."""
-    cache_before = receipts.compile_cache(s.cache_root) if s.runtime.compile_cache else None
+    cache_before = receipts.compile_cache(s.cache_root) if s.runtime_kind.compile_cache else None
     started = now()
     engine.start()
-    boot_s = engine.wait_healthy(s.rt["boot_timeout_s"])
+    boot_s = engine.wait_healthy(s.runtime["boot_timeout_s"])
     pair_arm = {"pair": s.info["pair"], "arm": s.info["arm"]}
     hardware = receipts.hardware()
-    if gpus := gpu.ids(s.rt):
+    if gpus := gpu.ids(s.runtime):
         hardware["nvml"] = gpu.facts(gpu.nvml(), gpus)
-    if s.runtime.child_process:
+    if s.runtime_kind.child_process:
         assert isinstance(engine, Engine) and engine.proc is not None  # started and healthy
         facts = {**facts, "listening": listening.check(
-            engine.proc.pid, s.rt["host"], engine.port, s.rt.get("internal_listeners"), s.sid)}
-    if s.runtime.boots:  # the engine's log is knee's
+            engine.proc.pid, s.runtime["host"], engine.port,
+            s.runtime.get("internal_listeners"), s.sid)}
+    if s.runtime_kind.boots:  # the engine's log is knee's
         log = s.log.read_text(errors="replace")  # read once: the cache and the engine's settings
-        if s.runtime.compile_cache:
+        if s.runtime_kind.compile_cache:
             assert expectation is not None  # expect_cache ran: the runtime boots
             cache_receipt(s, pair_arm, boot_s, expectation, log)
         facts = {**facts, "engine_resolved": resolved.read(log)}
@@ -251,7 +252,7 @@ def boot(s: Session, engine: Served, facts: Section, expectation: CacheExpectati
         facts = {**facts, "idle_speed": hostspeed.idle_probe(
             hostspeed.sampled_cpus(facts["cpus"]["engine"]))}
     s.receipt("boot", {
-        **pair_arm, "runtime": s.runtime.kind, "started_at": started,
+        **pair_arm, "runtime": s.runtime_kind.kind, "started_at": started,
         "boot_seconds": round(boot_s, 3), "endpoint": engine.base_url, **facts,
         "server": secrets.redact_arm(s.arm), "hardware": hardware,
         "config_sha256": s.plan["config_sha256"], "bar_sha256": s.plan["bar_sha256"],
@@ -265,7 +266,7 @@ def cache_receipt(s: Session, pair_arm: Section, boot_s: float, e: CacheExpectat
     """What the boot did with the compile cache (its log says), against what was expected."""
     observed = cache.observe(log, e.snap_before, cache.snapshot(s.cache_root))
     cache.remember(s.cache_root, e.arm_key, observed["key"], now())
-    s.receipt("cache", {**pair_arm, "policy": s.rt["on_cache_miss"],
+    s.receipt("cache", {**pair_arm, "policy": s.runtime["on_cache_miss"],
                         "arm_fingerprint": e.arm_key, "expected": e.expected, **observed,
                         "boot_seconds": round(boot_s, 3)})
 
@@ -281,7 +282,7 @@ def stop(s: Session, engine: Served, ok: bool) -> None:
     receipt; a failed session's staging folder is kept under failed/."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    stopped = engine.stop(s.rt["stop_timeout_s"])
+    stopped = engine.stop(s.runtime["stop_timeout_s"])
     raw = s.staging / layout.raw_dir(s.sid)
     # what the session publishes, hashed as it publishes it: the audit holds the raw files to it
     measured = {"raw_sha256": {p.name: jsonio.sha256_file(p) for p in sorted(raw.iterdir())
@@ -304,15 +305,15 @@ def used(s: Session) -> Section:
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / mib
     return {"wall_s": round(time.monotonic() - s.started, 3),
             "knee_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / mib, 1),
-            "engine_peak_rss_mib": round(child, 1) if s.runtime.child_process else None}
+            "engine_peak_rss_mib": round(child, 1) if s.runtime_kind.child_process else None}
 
 
 def check_same_engine(s: Session, python: str, engine_facts: Section) -> None:
     """Before anything boots, where the engine is an environment of this host (runtime.engine):
     it is the one the folder's engine receipt records. A folder measured over several hosts
     (one GPU lease after another) goes on only with the same engine versions."""
-    engine = s.rt.get("engine")
-    if not (s.runtime.engine_env and engine):
+    engine = s.runtime.get("engine")
+    if not (s.runtime_kind.engine_env and engine):
         return
     here = receipts.engine_versions(python, engine.get("env") or {})
     recorded = {k: v for k, v in (engine_facts.get("packages") or {}).items() if v}

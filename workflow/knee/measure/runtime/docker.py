@@ -246,7 +246,7 @@ def launch(s: Any, model: Section, engine_facts: Section, python: str,
            engine_cpus: list[int] | None) -> tuple[Container, Section]:
     """A session's engine (s: knee.measure.session.Session) in a container of the pinned image;
     engine_facts is the image receipt."""
-    port = s.rt.get("port") or free_port(s.rt["host"])
+    port = s.runtime.get("port") or free_port(s.runtime["host"])
     return container_engine(s.as_run, s.sid, s.arm, model, engine_facts, s.log, port,
                             s.cache_root, engine_cpus)
 

@@ -71,6 +71,6 @@ def launch(s: Any, model: Section, engine_facts: Section, python: str,
            engine_cpus: list[int] | None) -> tuple[External, Section]:
     """A session's server (s: knee.measure.session.Session), one an operator runs: knee
     reaches it and starts nothing."""
-    server = s.rt["servers"][s.info["arm"]]
+    server = s.runtime["servers"][s.info["arm"]]
     engine = External(server["url"], server.get("metrics_url"), s.log)
     return engine, {"argv": [], "env": {}, "external": engine.facts()}

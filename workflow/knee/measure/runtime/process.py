@@ -152,19 +152,19 @@ def launch(s: Any, model: Section, engine_facts: Section, python: str,
            engine_cpus: list[int] | None) -> tuple[Engine, Section]:
     """A session's engine (s: knee.measure.session.Session) as knee's child process, in its own
     environment (never knee's)."""
-    port = s.rt.get("port") or endpoint.free_port(s.rt["host"])
-    env = {**(s.rt.get("engine") or {}).get("env", {}), **s.arm.get("env", {}),
+    port = s.runtime.get("port") or endpoint.free_port(s.runtime["host"])
+    env = {**(s.runtime.get("engine") or {}).get("env", {}), **s.arm.get("env", {}),
            "VLLM_CACHE_ROOT": str(s.cache_root)}
-    if gpus := gpu.ids(s.rt):
+    if gpus := gpu.ids(s.runtime):
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
     # knee's own environment is not the engine's: an exported HF_TOKEN or VLLM_* would change
     # it unrecorded; it gets the names in INHERITED, the config's env and its secret_env
     inherited = {k: os.environ[k] for k in INHERITED if k in os.environ}
     secret = {k: os.environ[k] for k in s.arm.get("secret_env", []) if k in os.environ}
-    argv = server_argv(python, s.arm, model["path"], model["name"], s.rt["host"], port)
-    engine = Engine(argv=argv, env={**inherited, **secret, **env}, log=s.log, host=s.rt["host"],
-                    port=port, pidfile=s.root / ".run" / f"{s.sid}.pid", cpus=engine_cpus,
-                    inherit=False)
+    argv = server_argv(python, s.arm, model["path"], model["name"], s.runtime["host"], port)
+    engine = Engine(argv=argv, env={**inherited, **secret, **env}, log=s.log,
+                    host=s.runtime["host"], port=port, pidfile=s.root / ".run" / f"{s.sid}.pid",
+                    cpus=engine_cpus, inherit=False)
     return engine, {"argv": secrets.redact_argv(argv), "env": secrets.redact_env(
         {**env, "VLLM_CACHE_ROOT": receipts.shown(s.cache_root)}, s.arm.get("secret_env", [])),
         "env_inherited": secrets.redact_env(shown_paths(inherited))}
