@@ -19,14 +19,14 @@ from knee.analyze.folder import Sessions, load_sessions
 from knee.analyze.noise import spread_pct
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import LoadedSession, Plan
 from knee.plan.arms import NO_VARIABLE
 from knee.plan.config import sha256_of
 
 
-def boots_of(roots: list[Path], arm: dict[str, Any]) -> list[dict[str, Any]]:
+def boots_of(roots: list[Path], arm: dict[str, Any]) -> list[LoadedSession]:
     """Every session of these results folders that ran exactly `arm`, in boot order."""
-    found = []
+    found: list[LoadedSession] = []
     for root in folderscan.checked(roots, "an A/A"):
         plan = jsonio.read(Path(root) / layout.PLAN, "plan")
         for session in load_sessions(plan, root).values():
@@ -35,7 +35,7 @@ def boots_of(roots: list[Path], arm: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(found, key=lambda s: s["boot"]["started_at"])
 
 
-def assemble(boots: Sequence[dict[str, Any]],
+def assemble(boots: Sequence[LoadedSession],
              template: Mapping[str, Any]) -> tuple[Plan, Sessions]:
     """Consecutive boots paired (first = control): a plan and sessions for knee.analyze.compare."""
     pairs = len(boots) // 2

@@ -27,7 +27,7 @@ from knee.analyze.folder import Sessions
 from knee.analyze.stats import decode_rate, gmean, mean, pct, point_summary
 from knee.analyze.window import held, prom
 from knee.core import metrics
-from knee.core.records import Comparison, Plan
+from knee.core.records import Comparison, LoadedSession, Plan, RawFile, SessionRaw
 from knee.plan.arms import differences, in_variable, shown_variable
 
 METRICS = metrics.NAMES  # knee.core.metrics declares each
@@ -39,11 +39,11 @@ NOISE_METHOD = ("noise_pct is the largest of the run-to-run spread of either arm
                 "aggregate delta.")
 
 
-def _profiles(raw: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
+def _profiles(raw: RawFile) -> dict[tuple[Any, ...], dict[str, Any]]:
     return {(raw["instrument"], p["point"], p["run"]): p["profile"] for p in raw["points"]}
 
 
-def validate_pair(pair: int, control: dict[str, Any], candidate: dict[str, Any],
+def validate_pair(pair: int, control: LoadedSession, candidate: LoadedSession,
                   variable: str | list[str]) -> tuple[list[Any], list[Any]]:
     """control/candidate: {"boot": receipt, "raw": {instrument: raw}}. Returns (checked, bad)."""
     checked: list[str] = []
@@ -57,8 +57,8 @@ def validate_pair(pair: int, control: dict[str, Any], candidate: dict[str, Any],
                                   candidate.get("files", {}).get(kind)]})
 
     for inst in sorted(set(control["raw"]) | set(candidate["raw"])):
-        pa = _profiles(control["raw"].get(inst, {"instrument": inst, "points": []}))
-        pb = _profiles(candidate["raw"].get(inst, {"instrument": inst, "points": []}))
+        pa = _profiles(control["raw"][inst]) if inst in control["raw"] else {}
+        pb = _profiles(candidate["raw"][inst]) if inst in candidate["raw"] else {}
         for key in sorted(set(pa) | set(pb), key=str):
             where = f"pair {pair} {key[0]} point={key[1]} run={key[2]}"
             if key not in pa or key not in pb:
@@ -78,7 +78,7 @@ def validate_pair(pair: int, control: dict[str, Any], candidate: dict[str, Any],
     return checked, bad
 
 
-def arm_figures(raw: dict[str, Any],
+def arm_figures(raw: RawFile,
                 withheld: Mapping[float | str, str] | None = None) -> dict[object, dict[str, Any]]:
     """Per point: the mean over runs of each run's figures, plus a fixture-wide 'all'; a point
     sampled where an engine of the experiment does not sample as asked has none
@@ -130,7 +130,7 @@ class Cell:
         return self.instrument, self.point, self.metric
 
 
-def cells(pairs: list[tuple[dict[str, Any], dict[str, Any]]],
+def cells(pairs: list[tuple[LoadedSession, LoadedSession]],
           pooled: Mapping[float | str, str]) -> Iterator[Cell]:
     """Every figure either arm has, over the pairs given. pooled: what an arm's pooled
     sampling check withholds, in every pair."""
@@ -149,7 +149,7 @@ def cells(pairs: list[tuple[dict[str, Any], dict[str, Any]]],
                                a, b)
 
 
-def rows_for_pair(pair: int, control: dict[str, Any], candidate: dict[str, Any],
+def rows_for_pair(pair: int, control: LoadedSession, candidate: LoadedSession,
                   drift: Mapping[FigureKey, float | None], seed: int,
                   confidence: float, pooled: Mapping[float | str, str]) -> list[dict[str, Any]]:
     rows = []
@@ -181,7 +181,7 @@ def row(c: Cell, pair: int | str, spreads: list[float | None], delta: float | No
             "noise_pct": floor, **interval, "noise": noise.noise_label(delta, floor, interval)}
 
 
-def control_drift(controls: list[dict[str, Any]]) -> dict[FigureKey, float | None]:
+def control_drift(controls: list[LoadedSession]) -> dict[FigureKey, float | None]:
     """Spread of the control's figure across its boots, per (instrument, point, metric)."""
     out: dict[FigureKey, float | None] = {}
     figures: dict[FigureKey, list[float | None]] = {}
@@ -195,7 +195,7 @@ def control_drift(controls: list[dict[str, Any]]) -> dict[FigureKey, float | Non
     return out
 
 
-def across_pairs(pairs: list[tuple[dict[str, Any], dict[str, Any]]],
+def across_pairs(pairs: list[tuple[LoadedSession, LoadedSession]],
                  drift: Mapping[FigureKey, float | None],
                  confidence: float, pooled: Mapping[float | str, str]) -> list[dict[str, Any]]:
     """One row per instrument, point and metric: the effect over boot pairs with its t
@@ -219,8 +219,8 @@ class Windows:
     """One instrument's raw windows, as its derived sections (knee.instruments.Derived) take
     them: every session's, {(pair, arm): raw}, and the pairs', [(control, candidate)] from pair
     1 on, with the figures the comparison's rows are made of."""
-    sessions: Sessions
-    pairs: list[tuple[dict[str, Any], dict[str, Any]]]
+    sessions: dict[tuple[int, str], RawFile]
+    pairs: list[tuple[RawFile, RawFile]]
     figures = staticmethod(arm_figures)
     delta_pct = staticmethod(delta_pct)
     decode_rate = staticmethod(decode_rate)
@@ -263,7 +263,7 @@ def host_flags(sessions: Sessions) -> list[str]:
     return out
 
 
-def host_speed(plan: Plan, sessions: Sessions) -> dict[str, Any] | None:
+def host_speed(plan: Plan, sessions: Mapping[tuple[int, str], SessionRaw]) -> dict[str, Any] | None:
     """How fast the engine's CPUs ran during each window (the median of the samples taken
     while it ran, knee.measure.hostspeed), their spread, and per bar rule the correlation over boots
     between that speed and the rule's figure, each arm's figures taken relative to the arm's
@@ -297,7 +297,8 @@ def gpu_clocks(plan: Plan, sessions: Sessions) -> dict[str, Any] | None:
     return {"gpus": plan.get("runtime", {}).get("gpus"), "reasons_seen": reasons, **found}
 
 
-def per_window(plan: Plan, sessions: Sessions, pick: Callable[[Mapping[str, Any]], float | None],
+def per_window(plan: Plan, sessions: Mapping[tuple[int, str], SessionRaw],
+               pick: Callable[[Mapping[str, Any]], float | None],
                name: str) -> dict[str, Any] | None:
     """One figure of each window's host facts (pick(host) -> value or None), its range and
     spread, and per bar rule how closely the rule's figure followed it over the boots."""
@@ -324,7 +325,7 @@ def instrument_speed(speed: dict[str, Any] | None, instrument: str) -> float | N
     return round(statistics.median(values), 2) if values else None
 
 
-def follows_speed(rule: dict[str, Any], sessions: Sessions,
+def follows_speed(rule: dict[str, Any], sessions: Mapping[tuple[int, str], SessionRaw],
                   speeds: Mapping[tuple[int, str, str], float]) -> dict[str, Any] | None:
     """The correlation over boots between the engine CPU's speed in the rule's window and the
     rule's figure relative to its arm's mean (so the arms' difference does not count)."""

@@ -4,21 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from knee import instruments
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
-from knee.core.records import BootReceipt, Plan, Recommendation
+from knee.core.records import (
+    BootReceipt,
+    LoadedSession,
+    Plan,
+    RawFile,
+    RawWindow,
+    Recommendation,
+    Section,
+)
 from knee.plan import stopping
 
 # (pair, arm) -> {"boot", "raw": {instrument: raw}, "files": {kind: path}}: what
 # load_sessions reads of a folder, and the comparison takes
-Sessions = dict[tuple[int, str], dict[str, Any]]
+Sessions = dict[tuple[int, str], LoadedSession]
 Requests = dict[tuple[Any, ...], dict[str, Any]]  # (pair, run, index) -> a raw record
 
 
-def paired_requests(sessions: Sessions, keep: Callable[[dict[str, Any], dict[str, Any]], bool]
+def paired_requests(sessions: Sessions, keep: Callable[[RawWindow, Section], bool]
                     ) -> Iterator[tuple[str, str, Requests, Requests, list[tuple[Any, ...]]]]:
     """Per instrument point: (instrument, point, the control's requests, the candidate's, the
     keys both have), each request by (pair, run, index), so that the candidate's is set
@@ -122,8 +130,9 @@ def load_sessions(plan: Plan, root: Path, pairs: int | None = None,
                  for name in instruments.instrument_names(plan)}
         files["boot"] = boot_path(root, sid)
         out[(session["pair"], session["arm"])] = {
-            "boot": read(files["boot"], "boot"),
-            "raw": {name: read(path, "raw") for name, path in files.items()
+            # read against their schemas (knee.core.jsonio): the records they are
+            "boot": cast(BootReceipt, read(files["boot"], "boot")),
+            "raw": {name: cast(RawFile, read(path, "raw")) for name, path in files.items()
                     if name != "boot"},
             "files": {kind: str(path) for kind, path in files.items()},
         }

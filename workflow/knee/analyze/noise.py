@@ -10,6 +10,7 @@ from typing import Any
 
 from knee.analyze.inference import REQUESTS
 from knee.analyze.stats import fmean, point_summary
+from knee.core.records import RawFile
 
 SPEED_METHOD = ("the engine CPU's speed during a window is the median of samples taken every "
                 "0.25 s while it ran: a fixed piece of work (20000 additions) on that CPU, timed "
@@ -26,7 +27,7 @@ def spread_pct(values: list[float | None]) -> float | None:
     return 100.0 * (max(vals) - min(vals)) / mean if mean else None
 
 
-def run_spread(raw: dict[str, Any], metric: str) -> dict[Any, float | None]:
+def run_spread(raw: RawFile, metric: str) -> dict[Any, float | None]:
     """Per point: spread of one session's runs of that point."""
     by_point: dict[str, Any] = {}
     for p in raw["points"]:
@@ -34,7 +35,7 @@ def run_spread(raw: dict[str, Any], metric: str) -> dict[Any, float | None]:
     return {point: spread_pct(vals) for point, vals in by_point.items()}
 
 
-def requests_of(raw: dict[str, Any], point: object) -> list[dict[str, Any]]:
+def requests_of(raw: RawFile, point: object) -> list[dict[str, Any]]:
     return [r for p in raw["points"] if point in ("all", p["point"])
             for r in p["records"] if not r["warmup"] and not r.get("error")]
 

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from knee.analyze.temperature import NO_CUT, TOP, Cut, estimate
+from knee.core.records import RawWindow
 
 T_FLOOR = 0.1  # the least temperature error a check fails on, however many tokens it saw
 SE_LIMIT = 4.0  # ... and no less than this many standard errors of the estimate
@@ -238,7 +239,7 @@ def reason(withheld_here: Mapping[float | str, str], temperature: float | None) 
     return withheld_here.get(temperature) or withheld_here.get("above 0")
 
 
-def point_reason(withheld_here: Mapping[float | str, str], point: dict[str, Any]) -> str | None:
+def point_reason(withheld_here: Mapping[float | str, str], point: RawWindow) -> str | None:
     """Why the figures of one raw point (sampled as its profile says) are withheld, or None."""
     return reason(withheld_here, (point.get("profile") or {}).get("temperature"))
 

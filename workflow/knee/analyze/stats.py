@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from knee.core.records import RawWindow
+
 
 def decode_rate(rec: Mapping[str, Any]) -> float | None:
     """(output tokens - 1) / (last chunk - first chunk); TTFT excluded; never chunks/s."""
@@ -93,7 +95,7 @@ def gmean(values: Sequence[float | None]) -> float | None:
     return math.exp(fmean([math.log(v) for v in vals])) if vals else None
 
 
-def point_summary(point: dict[str, Any]) -> dict[str, Any]:
+def point_summary(point: RawWindow) -> dict[str, Any]:
     """A point's figures: p50/p90/p99 over its requests of TTFT, decode rate, TPOT, E2E and
     chunk gap (pooled); aggregate throughput = output tokens / wall time. Errors are counted
     and the point is marked, never silently averaged."""

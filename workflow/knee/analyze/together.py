@@ -69,7 +69,8 @@ def paired_windows(planned: dict[str, dict[str, Any]], sessions: Sessions) -> It
             continue
         other = sessions[(pair, "candidate")]
         for name, raw in sess["raw"].items():
-            mine, theirs = raw.get("together"), other["raw"].get(name, {}).get("together")
+            partner = other["raw"].get(name)
+            mine, theirs = raw.get("together"), partner.get("together") if partner else None
             if mine and theirs:
                 sets = {a: planned[f"{pair}-{a}"]["set"] for a in ("control", "candidate")}
                 yield pair, name, sets, mine, theirs

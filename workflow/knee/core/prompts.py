@@ -7,12 +7,12 @@ import json
 import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from knee import __version__
 from knee.core import jsonio
 from knee.core.errors import KneeError
-from knee.core.records import Point
+from knee.core.records import Point, RawWindow
 
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
@@ -181,9 +181,10 @@ def profile(*, instrument: str, point: Point, run: int,
 
 
 def point_record(result: Mapping[str, Any], *, point: Point, run: int = 1,
-                 extra: Mapping[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
-    """One point of an instrument's raw file: its request profile, what the client measured,
-    and any facts of the window (extra)."""
+                 extra: Mapping[str, Any] | None = None, **fields: Any) -> RawWindow:
+    """One point of an instrument's raw file: its request profile, what the client measured
+    (its records, wall time, held share), and any facts of the window (extra); the raw file's
+    schema checks it when the file is written."""
     fields = {"concurrency": 1, "warmup": 0, "dataset": DATASET, **fields}
-    return {"point": point, "run": run, **(extra or {}),
-            "profile": profile(point=point, run=run, **fields), **result}
+    return cast(RawWindow, {"point": point, "run": run, **(extra or {}),
+                            "profile": profile(point=point, run=run, **fields), **result})

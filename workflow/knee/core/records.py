@@ -128,6 +128,10 @@ class RawWindow(TypedDict, total=False):
     profile: Required[Section]
     records: Required[list[Section]]
     wall_s: Required[float]
+    concurrency_held_share: float | None  # a closed loop's time at its concurrency
+    turn_wait_s: float  # interleaved order: the time the partner had its turn
+    hold: Section  # min_window_s: how long the concurrency was held, and whether it was reached
+    cpu_speed: Section  # the host's speed over this run (knee.measure.hostspeed)
     prefix_cache: Section
     prom_before: str
     prom_after: str
@@ -142,6 +146,20 @@ class RawFile(Stamped, total=False):
     host: Section
     warmup: Section
     together: Section
+
+
+class SessionRaw(TypedDict):
+    """What reading a session's windows takes of it: each instrument's raw file."""
+
+    raw: dict[str, RawFile]
+
+
+class LoadedSession(SessionRaw):
+    """A session as a results folder's reader loads it (knee.analyze.folder.load_sessions): its
+    boot receipt, each instrument's raw file, and the paths it read them from."""
+
+    boot: BootReceipt
+    files: dict[str, str]
 
 
 class WindowMetrics(Stamped, total=False):

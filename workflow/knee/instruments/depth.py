@@ -20,6 +20,7 @@ from typing import Any
 
 from knee.core import prompts
 from knee.core.errors import KneeError
+from knee.core.records import RawFile
 from knee.instruments.ports import Axes, Target, Tokenize, View, Windows
 from knee.instruments.spec import Derived, Figure, Spec
 
@@ -81,10 +82,10 @@ def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def curve(raw: dict[str, Any],
+def curve(raw: RawFile,
           decode_rate: Callable[[Mapping[str, Any]], float | None]) -> dict[str, Any]:
     """One session's curve: decode_rate(record) is the comparison's decode rate."""
-    points = []
+    points: list[dict[str, Any]] = []
     for p in raw["points"]:
         rec = next((r for r in p["records"] if not r["warmup"]), None)
         if rec is None or rec.get("error"):
@@ -97,21 +98,21 @@ def curve(raw: dict[str, Any],
                        "tokens_per_chunk": rec["output_tokens"] / chunks if chunks else None,
                        "ttft_s": rec["t_first"] - rec["t_send"], "included": True,
                        "reason": None})
-    tpc = [p["tokens_per_chunk"] for p in points if p["tokens_per_chunk"]]
+    tpc = [d["tokens_per_chunk"] for d in points if d["tokens_per_chunk"]]
     typical = median(tpc) if tpc else None
-    for p in points:
-        if p["included"] and typical and p["tokens_per_chunk"] > STREAK_FACTOR * typical:
-            p["included"] = False
-            p["reason"] = (f"repetitive continuation: {p['chunks']} chunks, "
-                           f"{p['tokens_per_chunk']:.1f} tokens per chunk against a median of "
+    for d in points:
+        if d["included"] and typical and d["tokens_per_chunk"] > STREAK_FACTOR * typical:
+            d["included"] = False
+            d["reason"] = (f"repetitive continuation: {d['chunks']} chunks, "
+                           f"{d['tokens_per_chunk']:.1f} tokens per chunk against a median of "
                            f"{typical:.1f}")
-        if p["included"] and p["decode_rate"] is None:
-            p["included"], p["reason"] = False, "no decode span (single chunk)"
-    included = [p for p in points if p["included"]]
+        if d["included"] and d["decode_rate"] is None:
+            d["included"], d["reason"] = False, "no decode span (single chunk)"
+    included = [d for d in points if d["included"]]
     band = None
     if included:
         base = included[0]["decode_rate"]
-        band = max(abs(p["decode_rate"] / base - 1) for p in included) * 100 if base else None
+        band = max(abs(d["decode_rate"] / base - 1) for d in included) * 100 if base else None
     return {"points": points, "band_pct": band}
 
 

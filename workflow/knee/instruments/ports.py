@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from knee.core.records import Plan
+from knee.core.records import Plan, RawFile
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -46,10 +46,10 @@ class Target(Protocol):
 
 class Windows(Protocol):
     @property
-    def sessions(self) -> Mapping[tuple[int, str], dict[str, Any]]: ...
+    def sessions(self) -> Mapping[tuple[int, str], RawFile]: ...
 
     @property
-    def pairs(self) -> Sequence[tuple[dict[str, Any], dict[str, Any]]]: ...
+    def pairs(self) -> Sequence[tuple[RawFile, RawFile]]: ...
 
     @staticmethod
     def figures(raw: Mapping[str, Any],

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from knee.analyze import stats
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import Plan, Section
+from knee.core.records import Plan, RawWindow
 
 
 @functools.cache
@@ -42,7 +42,7 @@ def say(line: str) -> None:
         tty.flush()
 
 
-def point_line(sid: str, point: Section) -> str:
+def point_line(sid: str, point: RawWindow) -> str:
     """`1-control sweep point 8 run 2: 1589.9 tok/s, TTFT p50 38.1 ms, decode p50 52.3 tok/s,
     64/64 ok`"""
     s = stats.point_summary(point)

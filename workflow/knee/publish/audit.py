@@ -26,7 +26,7 @@ from knee.analyze.window.prom import window_metrics
 from knee.core import folderscan, jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import sha256_file
-from knee.core.records import Plan, Section, WindowMetrics
+from knee.core.records import LoadedSession, Plan, WindowMetrics
 from knee.instruments import instrument_names
 from knee.plan import configfile
 from knee.publish import evidence, htmlpage, readme, rendered, tables
@@ -199,7 +199,7 @@ def examine(root: Path, say: Callable[[str], None] = quiet) -> tuple[list[str], 
     return problems + check_readme(root, text), list(dict.fromkeys(notes))
 
 
-def check_sessions(root: Path, plan: Plan, order: list[tuple[str, Section]]) -> \
+def check_sessions(root: Path, plan: Plan, order: list[tuple[str, LoadedSession]]) -> \
         tuple[list[str], list[str]]:
     """The plan against its config, every boot against the plan's arm and the registered bar,
     every raw file against its session and boot."""
@@ -220,7 +220,7 @@ def check_sessions(root: Path, plan: Plan, order: list[tuple[str, Section]]) -> 
     return problems, notes
 
 
-def check_window(root: Path, sid: str, inst: str, session: Section, plan: Plan) -> \
+def check_window(root: Path, sid: str, inst: str, session: LoadedSession, plan: Plan) -> \
         tuple[list[str], WindowMetrics]:
     """One window's metrics recomputed from its raw file and scrapes, against the stored."""
     path = root / layout.metrics(sid, inst)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
-from knee.core.records import Plan, Section
+from knee.core.records import BootReceipt, Plan, Section
 from knee.plan import arms, config, configfile, runtimes, secrets
 
 # process_start_time_seconds has 0.1 s resolution and started_at whole seconds
@@ -62,7 +63,7 @@ def remade_plan(root: Path, plan: Plan) -> Plan | None:
                           plan.get("calibration") if cfg["bar"].get("adjust") else None)
 
 
-def registration(root: Path, plan: Plan, boots: dict[str, Section]) -> Checked:
+def registration(root: Path, plan: Plan, boots: Mapping[str, BootReceipt]) -> Checked:
     """The plan against the config it came from, and both hashes against every boot receipt:
     a bar that was not the registered one when a session booted is a problem."""
     problems, notes = [], []
@@ -116,7 +117,8 @@ def argv_settings(argv: list[str]) -> dict[str, str | bool]:
     return flags
 
 
-def booted_as_planned(plan: Plan, sessions: list[Section], boots: dict[str, Section]) -> list[str]:
+def booted_as_planned(plan: Plan, sessions: list[Section],
+                      boots: Mapping[str, BootReceipt]) -> list[str]:
     """Each boot receipt names its own session, pair and arm, and records the plan's server
     settings for that arm, in its resolved settings and in the argv it booted."""
     problems = []
@@ -160,7 +162,7 @@ def started(text: str) -> float | None:
     return float(m[1]) if m else None
 
 
-def bound_to_session(root: Path, plan: Plan, sid: str, boot: Section, stop: Section | None,
+def bound_to_session(root: Path, plan: Plan, sid: str, boot: BootReceipt, stop: Section | None,
                      instruments: list[str]) -> Checked:
     """A session's raw files are its own: each names the session and the instrument, the
     scrapes come from the process this boot started, and (sessions that recorded them) the

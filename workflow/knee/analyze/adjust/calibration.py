@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from knee import instruments
 from knee.analyze import compare, sampling
@@ -26,11 +26,11 @@ from knee.analyze.folder import load_receipts, load_sessions
 from knee.analyze.stats import fmean, mean, point_summary
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import BootReceipt, LoadedSession, Plan, RawFile, StopReceipt
 from knee.plan.adjust import HOST_SPEED, IDLE_SPEED, covariate_cpus, differing, engine_name, key
 
 
-def boot_facts(boot: dict[str, Any], plan: Plan) -> dict[str, Any]:
+def boot_facts(boot: BootReceipt, plan: Plan) -> dict[str, Any]:
     """What a calibration holds for (knee.plan.adjust.FACTS), as a boot receipt and its plan
     state it."""
     hw = boot.get("hardware") or {}
@@ -125,7 +125,7 @@ def _log(x: float | None) -> float | None:
     return math.log(x) if x and x > 0 else None
 
 
-def boot_figure(raw: dict[str, Any], rule: dict[str, Any], cpus: list[str],
+def boot_figure(raw: RawFile, rule: dict[str, Any], cpus: list[str],
                 withheld: Mapping[float | str, str] | None = None,
                 idle: float | None = None) -> dict[str, Any] | None:
     """One boot's (log speed, log figure) for a rule's figure, and each run's (the window's
@@ -160,7 +160,7 @@ def folder_boots(root: Path) -> list[dict[str, Any]]:
     stops = load_receipts(plan, root, "stop")
     out = []
     for (pair, arm), s in sorted(load_sessions(plan, root).items()):
-        boot, stop = s["boot"], stops.get(f"{pair}-{arm}")
+        boot, stop = s["boot"], cast(StopReceipt | None, stops.get(f"{pair}-{arm}"))
         out.append({"folder": plan["name"], "root": root, "boot": boot, "plan": plan,
                     "session": f"{pair}-{arm}",
                     "withheld": sampling.withheld(boot),
@@ -191,13 +191,14 @@ def _seconds(stamp: str) -> float:
     return datetime.fromisoformat(stamp).timestamp()
 
 
-def cost(boot: dict[str, Any], stop: dict[str, Any] | None,
-         session: dict[str, Any]) -> dict[str, Any]:
+def cost(boot: BootReceipt, stop: StopReceipt | None,
+         session: LoadedSession) -> dict[str, Any]:
     """What one session took: its boot (and whether the compile cache was warm), its wall time
     from boot to stop, and each sweep run's wall time by point."""
     cache = boot.get("compile_cache") or {}
     runs: dict[str, list[float]] = {}
-    for p in (session["raw"].get(instruments.role(instruments.LOAD)) or {}).get("points", []):
+    load = session["raw"].get(instruments.role(instruments.LOAD))
+    for p in load["points"] if load else []:
         runs.setdefault(str(p["point"]), []).append(p["wall_s"])
     return {"boot_s": boot.get("boot_seconds"), "warm": bool(cache.get("existed"))
             and not cache.get("new_keys"),

@@ -29,7 +29,7 @@ from typing import Any
 from knee.analyze import inference
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import fmean, mean
-from knee.core.records import Plan
+from knee.core.records import BootReceipt, LoadedSession, Plan, RawFile
 from knee.plan.adjust import HOST_SPEED, IDLE_SPEED, covariate_of
 
 COVARIATE = HOST_SPEED  # the covariate of a bar that names none (before idle_speed)
@@ -55,7 +55,7 @@ def summary_speed(summary: dict[str, Any] | None, cpus: list[str]) -> float | No
     return mean(values) if values else None
 
 
-def figure_speed(raw: dict[str, Any], point: object, cpus: list[str]) -> tuple[float | None, str]:
+def figure_speed(raw: RawFile, point: object, cpus: list[str]) -> tuple[float | None, str]:
     """(speed, over what) for one figure of a window: 'runs' or 'window'."""
     if str(point) != "all":
         runs = [summary_speed(p.get("cpu_speed"), cpus) for p in raw["points"]
@@ -66,12 +66,13 @@ def figure_speed(raw: dict[str, Any], point: object, cpus: list[str]) -> tuple[f
     return summary_speed((raw.get("host") or {}).get("cpu_speed_during"), cpus), "window"
 
 
-def idle_speed(boot: dict[str, Any], cpus: list[str]) -> float | None:
+def idle_speed(boot: BootReceipt, cpus: list[str]) -> float | None:
     """A boot's speed over its idle probe (None where it took none)."""
-    return summary_speed((boot.get("idle_speed") or {}).get("cpu_speed"), cpus)
+    probe = boot.get("idle_speed")
+    return summary_speed(probe.get("cpu_speed") if probe else None, cpus)
 
 
-def session_speed(session: dict[str, Any], rule: dict[str, Any], cpus: list[str],
+def session_speed(session: LoadedSession, rule: dict[str, Any], cpus: list[str],
                   name: str) -> tuple[float | None, str]:
     """(speed, over what) of a rule's figure in one session, for the covariate `name`."""
     if name == IDLE_SPEED:

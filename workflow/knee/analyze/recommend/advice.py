@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import median
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from knee.analyze.recommend.parts import RESAMPLES, Resamples, load
 from knee.analyze.recommend.speculation import session_k
 from knee.core import layout, rawfiles
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Plan, RawFile, RawWindow, SessionRaw
 
 MIN_POINTS = 3
 
@@ -45,7 +45,7 @@ class Refused(KneeError):
     """The data cannot support a recommendation; the message says why."""
 
 
-def point_observation(points: list[dict[str, Any]], c: int, output_tokens: int) -> dict[str, Any]:
+def point_observation(points: list[RawWindow], c: int, output_tokens: int) -> dict[str, Any]:
     """One session's figures at concurrency c, over its runs."""
     recs = [r for p in points for r in p["records"]
             if not r["warmup"] and not r.get("error") and len(r["chunk_times"]) > 1]
@@ -73,19 +73,27 @@ def check_sweep(plan: Plan) -> None:
                       f"({conc}); a recommendation needs at least {MIN_POINTS}")
 
 
+class SweepSession(SessionRaw):
+    """A realized session's sweep window, as a recommendation reads it: its id and its raw
+    file under "raw"["sweep"] (the shape compare.host_speed reads)."""
+
+    id: str
+
+
 def sweep_windows(plan: Plan, root: Path,
-                  named: Named | None = None) -> dict[tuple[int, str], dict[str, Any]]:
+                  named: Named | None = None) -> dict[tuple[int, str], SweepSession]:
     """Every realized session's sweep window, read once: {(pair, arm): {"id", "raw"}}, the raw
     under "raw"["sweep"] as compare.host_speed takes sessions."""
-    out, name, read = {}, load(), reader(named)
+    out: dict[tuple[int, str], SweepSession] = {}
+    name, read = load(), reader(named)
     for s in realized_sessions(plan, root, named):  # protocol order
         raw_dir = Path(root) / layout.raw_dir(s["id"])
-        raw = read(rawfiles.stored(raw_dir, f"{name}.json"), "raw")
+        raw = cast(RawFile, read(rawfiles.stored(raw_dir, f"{name}.json"), "raw"))
         out[(s["pair"], s["arm"])] = {"id": s["id"], "raw": {name: raw}}
     return out
 
 
-def observations(plan: Plan, sweeps: dict[tuple[int, str], dict[str, Any]]) -> list[dict[str, Any]]:
+def observations(plan: Plan, sweeps: dict[tuple[int, str], SweepSession]) -> list[dict[str, Any]]:
     """One row per (session, concurrency), with the session's pair, arm and k there."""
     name = load()
     cfg = plan["instruments"][name]
@@ -275,7 +283,7 @@ def build(plan: Plan, root: Path, named: Named | None = None) -> dict[str, Any]:
     return {**rec, "sweep_cpu_speed": speed} if speed else rec
 
 
-def sweep_speed(plan: Plan, sweeps: dict[tuple[int, str], dict[str, Any]]) -> float | None:
+def sweep_speed(plan: Plan, sweeps: dict[tuple[int, str], SweepSession]) -> float | None:
     """The median speed of the engine's CPU over the sweep windows (None before it was sampled):
     a verification run measured on a faster or slower host says by how much."""
     return compare.instrument_speed(compare.host_speed(plan, sweeps), load())

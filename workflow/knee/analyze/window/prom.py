@@ -25,7 +25,7 @@ from knee.analyze.stats import in_flight, window_client_summary
 from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import config_default
-from knee.core.records import WindowMetrics
+from knee.core.records import RawFile, RawWindow, WindowMetrics
 
 KNEE_THRESHOLD = config_default("analysis.knee_threshold")
 DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -305,7 +305,7 @@ def instrument_metrics(raw: Mapping[str, Any], before: str, after: str, speculat
     return cast(WindowMetrics, {"session": raw["session"], "instrument": raw["instrument"], **out})
 
 
-def point_metrics(raw: Mapping[str, Any], p: dict[str, Any], speculation: bool,
+def point_metrics(raw: Mapping[str, Any], p: RawWindow, speculation: bool,
                   knee_threshold: float,
                   files: str, withheld: Mapping[float | str, str],
                   spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -343,7 +343,7 @@ def window_metrics(raw: Mapping[str, Any], boot: Mapping[str, Any], before: Path
         withheld=sampling.withheld(boot), spec=boot["server"].get("speculative_config"))
 
 
-def disagreement(raw: dict[str, Any], before: str, after: str) -> str | None:
+def disagreement(raw: RawFile, before: str, after: str) -> str | None:
     """Where an instrument window's raw records do not hold the traffic the server counted (its
     generation tokens against the output tokens of every record, warm-up included): why, or
     None. A server knee booted serves nothing else, so the two are equal in every measured

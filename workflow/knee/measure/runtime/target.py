@@ -13,7 +13,7 @@ from typing import Any
 
 from knee.analyze.window import prom
 from knee.core import prompts
-from knee.core.records import Point, Section
+from knee.core.records import Point, RawWindow, Section
 from knee.instruments.ports import Tokenize
 from knee.measure import client, progress
 from knee.measure.runtime import endpoint
@@ -87,7 +87,7 @@ class Target:
         self.engine.check_alive(where)
 
     def record(self, result: Section, *, point: Point, instrument: str, prompt_set: list[Any],
-               sampling: Section, **fields: Any) -> Section:
+               sampling: Section, **fields: Any) -> RawWindow:
         """One point of the raw file: its request profile (with this client's facts), what
         the client measured, and the window's extra facts (`extra=`)."""
         record = prompts.point_record(
