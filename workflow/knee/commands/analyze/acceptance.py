@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "acceptance",
     "one table of every window's acceptance figures, and each arm's over the "
-                   "boots per point",
+    "boots per point",
     f"knee acceptance --out {R}/comparison/acceptance.json M1 M2",
     [
         OUT, ("metrics", {"type": Path, "nargs": "+", "help": "window metrics files"}),

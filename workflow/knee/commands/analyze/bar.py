@@ -34,7 +34,7 @@ COMMAND = Command(
     "bar",
     "judge the pre-registered bar: PASS, FAIL or INCONCLUSIVE per rule",
     f"knee bar --plan {R}/plan.json --comparison C --boots {R}/receipts/*-boot.json "
-            "--out bar.json --exit-verdict",
+    "--out bar.json --exit-verdict",
     [
         PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
         BOOTS, OUT, ("--out-md", {"type": Path, "help": "also write comparison.md: validation and "

@@ -28,18 +28,18 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "calibrate",
     "from A/A folders: per bar figure, its slope on the host CPUs' speed, the "
-                  "noise left with and without it, and a session's costs (bar.adjust names "
-                  "the file)",
+    "noise left with and without it, and a session's costs (bar.adjust names "
+    "the file)",
     "knee calibrate results/calib-h200-35b --out config/calibration/h200-35b.json",
     [("results", {"type": Path, "nargs": "+",
-                                "help": "A/A results folders of one model, engine and host"}),
-                   OUT, ("--timing-only", {"action": "store_true",
-                                           "help": "also calibrate the timing of figures knee "
-                                                   "withholds (the engine failed its sampling "
-                                                   "check); the file records which"}),
-                   ("--covariate", {"choices": ["host_speed", "idle_speed"],
-                                    "default": "host_speed",
-                                    "help": "host_speed: the CPUs' speed over each figure's "
-                                            "span; idle_speed: over each boot's idle probe "
-                                            "(bar.adjust.covariate)"})],
+                  "help": "A/A results folders of one model, engine and host"}),
+     OUT, ("--timing-only", {"action": "store_true",
+                             "help": "also calibrate the timing of figures knee "
+                                     "withholds (the engine failed its sampling "
+                                     "check); the file records which"}),
+     ("--covariate", {"choices": ["host_speed", "idle_speed"],
+                      "default": "host_speed",
+                      "help": "host_speed: the CPUs' speed over each figure's "
+                              "span; idle_speed: over each boot's idle probe "
+                              "(bar.adjust.covariate)"})],
     run)

@@ -30,9 +30,9 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "design",
     "the protocol planner: per bar rule of a config, the pairs and sweep runs that "
-               "reach a target MDE in the least GPU time, from a calibration",
+    "reach a target MDE in the least GPU time, from a calibration",
     "knee design --calibration config/calibration/h200-35b.json "
-               "--config config/ksched-h200-35b.yaml --mde 1.5",
+    "--config config/ksched-h200-35b.yaml --mde 1.5",
     [
         ("--calibration", {"type": Path, "required": True, "help": "a knee calibrate file"}),
         ("--config", {"type": Path, "required": True, "help": "the experiment file"}),

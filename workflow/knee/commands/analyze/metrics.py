@@ -23,7 +23,7 @@ COMMAND = Command(
     "metrics",
     "one window's metrics from its raw file and scrapes",
     f"knee metrics --raw {R}/raw/1-control/sweep.json --before B --after A "
-                "--boot BOOT --knee-threshold 0.2 --out M",
+    "--boot BOOT --knee-threshold 0.2 --out M",
     [
         ("--raw", {"type": Path, "required": True, "help": "the window's raw file"}),
         ("--before", {"type": Path, "required": True, "help": "the scrape before the window"}),

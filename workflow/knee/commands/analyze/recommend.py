@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "recommend",
     "which k at which load: a schedule, the crossover, the knee and a paired "
-                  "verification config, from derived files only",
+    "verification config, from derived files only",
     f"knee recommend {R}",
     [
         RESULTS, ("--config", {"type": Path, "nargs": "+",

@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "pair",
     "simultaneous order: both sessions of a pair at once, each window started "
-             "together",
+    "together",
     f"knee pair --plan {R}/plan.json --pair 1 --python PYTHON",
     [
         PLAN, ("--pair", {"type": int, "required": True, "help": "the pair, e.g. 1"}),

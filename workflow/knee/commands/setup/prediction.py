@@ -18,8 +18,8 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "prediction",
     "a verification run: seal the recommendation its plan registers in its "
-                   "folder (the registered bytes, checked against their sha256)",
+    "folder (the registered bytes, checked against their sha256)",
     f"knee prediction --plan {R}-verify/plan.json "
-                   f"--out {R}-verify/workflow/recommendation.json",
+    f"--out {R}-verify/workflow/recommendation.json",
     [PLAN, OUT],
     run)

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "servers",
     "external runtime: check each arm's running server and record what it says of "
-                "itself (version, models)",
+    "itself (version, models)",
     f"knee servers --plan {R}/plan.json --out {R}/receipts/servers.json",
     [PLAN, OUT],
     run)
