@@ -54,7 +54,7 @@ def test_one_pair_is_inconclusive_everywhere_it_is_shown(tmp_path):
     README title and table, and the exit code, never PASS or FAIL."""
 
     from knee.analyze.bar import judge_plan
-    from knee.cli import EXIT_VERDICT
+    from knee.commands.spec import EXIT_VERDICT
     from knee.publish import readme
 
     result = compare.compare(PLAN, SESSIONS)

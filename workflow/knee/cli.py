@@ -16,10 +16,8 @@ import signal
 import sys
 
 from knee.commands import registry
-from knee.commands.spec import EXIT_AUDIT, EXIT_INVALID, EXIT_VERDICT
 from knee.core.errors import KneeError
 
-__all__ = ["EXIT_AUDIT", "EXIT_INVALID", "EXIT_VERDICT", "main", "parser"]
 BOOTS = ("session", "pair")  # the commands that start an engine (and stop it when interrupted)
 
 

@@ -63,17 +63,12 @@ def closure(module: str) -> frozenset[str]:
     return frozenset(seen)
 
 
-def command_modules(command: str) -> set[str]:
-    """The knee module `knee <command>` runs: the one that declares it and holds its handler
-    (knee.commands.registry), whose import closure is the command's code."""
-    return {registry.module_name(command)}
-
-
 @cache
 def code_files(command: str) -> list[str]:
-    """The source files a stage's command runs, relative to the workflow's checkout."""
+    """The source files a stage's command runs, relative to the workflow's checkout: the import
+    closure of the module that declares the command and holds its handler."""
     root = PACKAGE.parents[1]
-    modules = {m for start in command_modules(command) for m in closure(start)}
+    modules = closure(registry.module_name(command))
     files = {module_file(m) for m in modules}
     if "knee.publish.templating" in modules:  # a page's template is code of its stage too
         files |= set((PACKAGE / "templates").glob("*.j2"))
