@@ -7,19 +7,35 @@ from typing import get_type_hints
 import pytest
 
 from knee.core import jsonio, records
+from knee.core.records import calibration
 from tests.helpers import ROOT
 
 NESTED = {  # a record's list of records: (key, its record type)
     "raw": ("points", records.RawWindow),
     "comparison": ("rows", records.ComparisonRow),
     "bar": ("rules", records.RuleVerdict),
+    "calibration": ("figures", calibration.Figure),
 }
+# a record's sections with records of their own: (where the schema describes the section, the
+# section's record)
+SECTIONS = [
+    ("calibration", ("properties", "facts"), calibration.Facts),
+    ("calibration", ("properties", "figures", "items"), calibration.Figure),
+    ("calibration", ("properties", "figures", "items", "properties", "left_out"),
+     calibration.LeftOut),
+    ("calibration", ("properties", "figures", "items", "properties", "runs"),
+     calibration.RunComponents),
+    ("calibration", ("properties", "costs"), calibration.Costs),
+    ("calibration", ("$defs", "withheld", "items"), calibration.Withheld),
+    ("calibration", ("properties", "folders", "items"), calibration.FolderBoots),
+]
 
 
 def published() -> dict[str, list[dict]]:
-    """Every JSON file under results/ with a knee schema, by kind."""
+    """Every JSON file under results/ and config/ with a knee schema, by kind."""
     found: dict[str, list[dict]] = {}
-    for path in sorted((ROOT / "results").glob("**/*.json")):
+    paths = [*(ROOT / "results").glob("**/*.json"), *(ROOT / "config").glob("**/*.json")]
+    for path in sorted(paths):
         data = json.loads(jsonio.read_text(path))
         if isinstance(data, dict) and str(data.get("schema", "")).startswith("knee/"):
             found.setdefault(data["schema"].removeprefix("knee/"), []).append(data)
@@ -40,10 +56,19 @@ def test_a_record_holds_what_its_schema_names(kind):
         record.__required_keys__)
 
 
+@pytest.mark.parametrize(("kind", "where", "record"), SECTIONS,
+                         ids=[f"{k}:{'/'.join(w)}" for k, w, _ in SECTIONS])
+def test_a_sections_record_holds_what_its_schema_names(kind, where, record):
+    section = jsonio.schema_file(kind)
+    for key in where:
+        section = section[key]
+    assert set(section["properties"]) == set(get_type_hints(record))
+    assert set(section.get("required", [])) == set(record.__required_keys__)
+
+
 def test_a_record_holds_every_key_of_every_published_file():
     files = published()
-    assert {"plan", "boot", "stop", "raw", "metrics", "comparison", "bar",
-            "recommendation"} <= set(files)
+    assert set(records.RECORDS) <= set(files)
     for kind, record in records.RECORDS.items():
         assert not undeclared(record, files[kind]), (kind, undeclared(record, files[kind]))
         if kind in NESTED:

@@ -15,6 +15,7 @@ from typing import Any
 from knee.core import jsonio
 from knee.core.errors import KneeError
 from knee.core.records import Config, Section
+from knee.core.records.calibration import Calibration, CalibrationRef, Figure
 from knee.plan import configfile, secrets, together
 
 FACTS = ("model", "engine", "gpu", "cpu_model", "cpus", "covariate_cpus")
@@ -48,41 +49,42 @@ def engine_name(packages: Section | None) -> str:
     return "unknown"
 
 
-def key(rule: Section) -> tuple[str, str, str]:
+def key(rule: Mapping[str, Any]) -> tuple[str, str, str]:
     """A bar figure: instrument, metric, point."""
     return rule["instrument"], rule["metric"], str(rule["point"])
 
 
-def figure_of(document: Section, rule: Section, where: str = "bar.adjust") -> Section:
+def figure_of(document: Calibration, rule: Mapping[str, Any],
+              where: str = "bar.adjust") -> Figure:
     """The calibration's figure of a bar rule; a rule it lacks is named."""
     for f in document["figures"]:
         if (f["instrument"], f["metric"], f["point"]) == key(rule):
-            found: Section = f
-            return found
+            return f
     raise KneeError(f"{where}: the calibration has no figure for bar rule {rule['name']!r} "
                     f"({'/'.join(key(rule))}); its figures: "
                     f"{sorted('/'.join(key(f)) for f in document['figures'])}")
 
 
-def slopes(document: Section, rules: list[Section], where: str = "bar.adjust") -> dict[str, float]:
+def slopes(document: Calibration, rules: list[Section],
+           where: str = "bar.adjust") -> dict[str, float]:
     """The registered slope of every bar rule's figure."""
     return {rule["name"]: figure_of(document, rule, where)["slope"] for rule in rules}
 
 
-def differing(want: Section, got: Section) -> list[str]:
+def differing(want: Mapping[str, object], got: Mapping[str, object]) -> list[str]:
     """Each fact both name that differs, as 'fact: calibrated on A, here B'."""
     return [f"{k}: calibrated on {want[k]!r}, here {got[k]!r}" for k in FACTS
             if k in want and k in got and want[k] != got[k]]
 
 
-def check_facts(document: Section, facts: Section, where: str) -> None:
+def check_facts(document: Calibration, facts: Mapping[str, object], where: str) -> None:
     if bad := differing(document["facts"], facts):
         raise KneeError(f"{where}: the registered calibration does not hold here: "
                         + "; ".join(bad) + ". Calibrate on an A/A of this model, engine, "
                         "host and pinning (knee calibrate)")
 
 
-def read(path: Path | str, where: str) -> tuple[Section, str]:
+def read(path: Path | str, where: str) -> tuple[Calibration, str]:
     """A calibration file as a config is read: bounded as a config is, read once and hashed
     from those bytes, every number knee uses typed by its schema, no credential anywhere in
     it, one figure per bar figure; (document, sha256), or an error that names `where`."""
@@ -111,7 +113,7 @@ def shown_path(path: Path) -> str:
         return path.name
 
 
-def calibration_ref(config: Config, plan_model: Section, source: str) -> Section | None:
+def calibration_ref(config: Config, plan_model: Section, source: str) -> CalibrationRef | None:
     """The calibration bar.adjust names: its file, sha256 and content, checked to cover every
     bar rule and to be of this experiment's model (None where the bar adjusts nothing)."""
     adjust = config["bar"].get("adjust")
@@ -137,7 +139,8 @@ def calibration_ref(config: Config, plan_model: Section, source: str) -> Section
     return {"file": shown_path(path), "sha256": sha256, "document": document}
 
 
-def plan_facts(calibration: Section | None, facts: Section, where: str) -> None:
+def plan_facts(calibration: CalibrationRef | None, facts: Mapping[str, object],
+               where: str) -> None:
     """Before a session boots: the engine and host it boots on are the calibration's."""
     if calibration:
         check_facts(calibration["document"], facts, where)

@@ -15,6 +15,7 @@ from knee.core import datasets, jsonio, layout, metrics, rulekinds
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
 from knee.core.records import Config, Plan, Section
+from knee.core.records.calibration import CalibrationRef
 from knee.plan import adjust, configfile, models, places, runtimes, secrets, stopping, together
 from knee.plan.arms import (
     ARMS,
@@ -252,7 +253,7 @@ def check_no_credential(config: Config, source: str) -> None:
 
 
 def plan_of(config: Config, source: str, prediction: Section | None = None,
-            calibration: Section | None = None) -> Plan:
+            calibration: CalibrationRef | None = None) -> Plan:
     """The plan of a checked config (no check, nothing read: the audit re-makes a folder's
     plan from its copy of the config with it); `prediction` is the registered reference of a
     verification run's recommendation, `calibration` the one bar.adjust names

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from knee import instruments
 from knee.analyze import compare, sampling
@@ -27,10 +27,53 @@ from knee.analyze.stats import fmean, mean, point_summary
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import BootReceipt, LoadedSession, Plan, RawFile, StopReceipt
+from knee.core.records.calibration import (
+    Calibration,
+    Costs,
+    Facts,
+    Figure,
+    Fit,
+    RunComponents,
+    Withheld,
+)
 from knee.plan.adjust import HOST_SPEED, IDLE_SPEED, covariate_cpus, differing, engine_name, key
 
 
-def boot_facts(boot: BootReceipt, plan: Plan) -> dict[str, Any]:
+class SessionCost(TypedDict):
+    """What one session took (cost)."""
+
+    boot_s: float
+    warm: bool
+    session_s: float | None
+    runs: dict[str, list[float]]
+
+
+class Boot(TypedDict):
+    """One session of a folder as a calibration reads it (folder_boots)."""
+
+    folder: str
+    root: Path
+    boot: BootReceipt
+    plan: Plan
+    session: str
+    withheld: dict[float | str, str]
+    group: tuple[str, str]
+    facts: Facts
+    raw: dict[str, RawFile]
+    cost: SessionCost
+
+
+class BootFigure(TypedDict):
+    """One boot's (log covariate, log figure), what the covariate was taken over, and each
+    run's pair where every run has one (boot_figure)."""
+
+    x: float
+    y: float
+    over: str
+    runs: list[tuple[float, float]]
+
+
+def boot_facts(boot: BootReceipt, plan: Plan) -> Facts:
     """What a calibration holds for (knee.plan.adjust.FACTS), as a boot receipt and its plan
     state it."""
     hw = boot.get("hardware") or {}
@@ -71,7 +114,7 @@ def _left_out(groups: list[list[tuple[float, float]]],
     return errors
 
 
-def fit(groups: list[list[tuple[float, float]]]) -> dict[str, Any]:
+def fit(groups: list[list[tuple[float, float]]]) -> Fit:
     """Slope of y on x within groups of boots (logs), and the noise left with and without it."""
     groups = [g for g in groups if len(g) >= 2]
     n, k = sum(map(len, groups)), len(groups)
@@ -98,7 +141,7 @@ def _pct(sd: float) -> float:
     return round(100 * sd, 3)
 
 
-def run_components(groups: list[list[list[float]]], cv_boot_pct: float) -> dict[str, Any] | None:
+def run_components(groups: list[list[list[float]]], cv_boot_pct: float) -> RunComponents | None:
     """Run-to-run (within a boot) and pure between-boot SD of a figure measured over R runs a
     boot: in each group the boot and the run means removed (a run's prompt set is the same in
     every boot of it), and the between-boot part what is left of a boot's out-of-sample noise."""
@@ -125,9 +168,9 @@ def _log(x: float | None) -> float | None:
     return math.log(x) if x and x > 0 else None
 
 
-def boot_figure(raw: RawFile, rule: dict[str, Any], cpus: list[str],
+def boot_figure(raw: RawFile, rule: Mapping[str, Any], cpus: list[str],
                 withheld: Mapping[float | str, str] | None = None,
-                idle: float | None = None) -> dict[str, Any] | None:
+                idle: float | None = None) -> BootFigure | None:
     """One boot's (log speed, log figure) for a rule's figure, and each run's (the window's
     speed where runs did not record their own; the boot's `idle` probe speed, where the
     covariate is idle_speed, for all of them); a figure knee withholds
@@ -140,25 +183,26 @@ def boot_figure(raw: RawFile, rule: dict[str, Any], cpus: list[str],
     else:
         speed, over = covariate.figure_speed(raw, rule["point"], cpus)
         window = covariate.summary_speed((raw.get("host") or {}).get("cpu_speed_during"), cpus)
-    if _log(figure) is None or _log(speed) is None:
+    x, y = _log(speed), _log(figure)
+    if x is None or y is None:
         return None
-    runs = []
+    runs: list[tuple[float, float] | None] = []
     for p in raw["points"]:
         if str(p["point"]) == str(rule["point"]):
-            y = _log(point_summary(p)[rule["metric"]])
+            run_y = _log(point_summary(p)[rule["metric"]])
             own = None if idle is not None else covariate.summary_speed(p.get("cpu_speed"), cpus)
-            x = _log(own or window)
-            runs.append(None if y is None or x is None else (x, y))
-    return {"x": _log(speed), "y": _log(figure), "over": over,
-            "runs": runs if None not in runs else []}
+            run_x = _log(own or window)
+            runs.append(None if run_y is None or run_x is None else (run_x, run_y))
+    every = [r for r in runs if r is not None]
+    return {"x": x, "y": y, "over": over, "runs": every if len(every) == len(runs) else []}
 
 
-def folder_boots(root: Path) -> list[dict[str, Any]]:
+def folder_boots(root: Path) -> list[Boot]:
     """Every session of a results folder: its group (the folder and the arm's server), its
     facts, its sessions' raw files and its costs."""
     plan = jsonio.read(Path(root) / layout.PLAN, "plan")
     stops = load_receipts(plan, root, "stop")
-    out = []
+    out: list[Boot] = []
     for (pair, arm), s in sorted(load_sessions(plan, root).items()):
         boot, stop = s["boot"], cast(StopReceipt | None, stops.get(f"{pair}-{arm}"))
         out.append({"folder": plan["name"], "root": root, "boot": boot, "plan": plan,
@@ -170,7 +214,7 @@ def folder_boots(root: Path) -> list[dict[str, Any]]:
     return out
 
 
-def once(boots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def once(boots: list[Boot]) -> list[Boot]:
     """The boots of the folders, refused where one boot (its experiment, session and boot
     time) comes twice: a folder read twice or a copy of one, whose boots would sit in the fit
     that predicts them and halve the noise."""
@@ -192,7 +236,7 @@ def _seconds(stamp: str) -> float:
 
 
 def cost(boot: BootReceipt, stop: StopReceipt | None,
-         session: LoadedSession) -> dict[str, Any]:
+         session: LoadedSession) -> SessionCost:
     """What one session took: its boot (and whether the compile cache was warm), its wall time
     from boot to stop, and each sweep run's wall time by point."""
     cache = boot.get("compile_cache") or {}
@@ -200,13 +244,13 @@ def cost(boot: BootReceipt, stop: StopReceipt | None,
     load = session["raw"].get(instruments.role(instruments.LOAD))
     for p in load["points"] if load else []:
         runs.setdefault(str(p["point"]), []).append(p["wall_s"])
-    return {"boot_s": boot.get("boot_seconds"), "warm": bool(cache.get("existed"))
+    return {"boot_s": boot["boot_seconds"], "warm": bool(cache.get("existed"))
             and not cache.get("new_keys"),
             "session_s": _seconds(stop["stopped_at"]) - _seconds(boot["started_at"])
             if stop and stop.get("stopped_at") else None, "runs": runs}
 
 
-def same_facts(boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def same_facts(boots: Sequence[Boot]) -> Facts:
     """The facts every boot shares; boots of another model, engine or host are refused."""
     first = boots[0]
     for b in boots[1:]:
@@ -214,12 +258,11 @@ def same_facts(boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             raise KneeError(f"{first['folder']} and {b['folder']} were not measured on the same "
                             f"model, engine and host, with the host speed sampled on the same "
                             f"CPUs ({'; '.join(bad)}): one calibration holds for one of each")
-    facts: dict[str, Any] = first["facts"]
-    return facts
+    return first["facts"]
 
 
-def figure(rule: dict[str, Any], boots: Sequence[Mapping[str, Any]],
-           name: str = HOST_SPEED) -> dict[str, Any] | None:
+def figure(rule: Mapping[str, Any], boots: Sequence[Boot],
+           name: str = HOST_SPEED) -> Figure | None:
     """One bar figure's slope and noise over the boots that measured it (None: too few), on
     the covariate `name`."""
     groups: dict[tuple[Any, ...], list[Any]] = {}
@@ -238,13 +281,15 @@ def figure(rule: dict[str, Any], boots: Sequence[Mapping[str, Any]],
     runs = [[[y - fitted["slope"] * x for x, y in g["runs"]] for _, g in members if g["runs"]]
             for members in groups.values()]
     components = run_components(runs, fitted["left_out"]["adjusted_cv_pct"])
-    return {"instrument": rule["instrument"], "metric": rule["metric"],
-            "point": str(rule["point"]), "rule": rule["name"], **fitted,
-            "speed_over": sorted({g["over"] for m in groups.values() for _, g in m}),
-            **({"runs": components} if components else {})}
+    out = Figure(instrument=rule["instrument"], metric=rule["metric"], point=str(rule["point"]),
+                 rule=rule["name"], **fitted,
+                 speed_over=sorted({g["over"] for m in groups.values() for _, g in m}))
+    if components:
+        out["runs"] = components
+    return out
 
 
-def costs(boots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def costs(boots: Sequence[Boot]) -> Costs:
     """A session's costs in the first folder: boots with a warm and a cold compile cache, the
     wall time of a session, of one sweep run by point, and the rest (fixed) of a session."""
     warm = [b["cost"] for b in boots if b["cost"]["warm"]] or [b["cost"] for b in boots]
@@ -268,7 +313,7 @@ def _point_order(point: str) -> tuple[Any, ...]:
     return (0, int(point), "") if point.isdigit() else (1, 0, point)
 
 
-def withheld_sessions(boots: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def withheld_sessions(boots: Sequence[Boot]) -> list[Withheld]:
     """Each folder, temperature and reason for which knee withholds sessions' figures."""
     found: dict[tuple[Any, ...], list[str]] = {}
     for b in boots:
@@ -279,7 +324,7 @@ def withheld_sessions(boots: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
 
 
 def calibrate(roots: list[Path], timing_only: bool = False,
-              name: str = HOST_SPEED) -> dict[str, Any]:
+              name: str = HOST_SPEED) -> Calibration:
     """The calibration of the bar figures of these folders (their bars' rules, once each) on
     the covariate `name`. Figures knee withholds (the engine failed its sampling check) are
     left out, or with `timing_only` calibrated for their timing alone, which the file
@@ -312,9 +357,13 @@ def calibrate(roots: list[Path], timing_only: bool = False,
                            f"sampling check ({why}); --timing-only calibrates their timing "
                            "anyway, and the calibration file says so" if withheld else ""))
     first = [b for b in boots if b["folder"] == boots[0]["folder"]]
-    return {"covariate": name, "method": covariate.METHODS[name],
-            "facts": facts,
-            "folders": [{"name": n, "boots": sum(b["folder"] == n for b in boots)}
-                        for n in dict.fromkeys(b["folder"] for b in boots)],
-            "figures": figures, "costs": costs(first),
-            **({("timing_only" if timing_only else "withheld"): withheld} if withheld else {})}
+    out: Calibration = {
+        "covariate": name, "method": covariate.METHODS[name], "facts": facts,
+        "folders": [{"name": n, "boots": sum(b["folder"] == n for b in boots)}
+                    for n in dict.fromkeys(b["folder"] for b in boots)],
+        "figures": figures, "costs": costs(first)}
+    if withheld and timing_only:
+        out["timing_only"] = withheld
+    elif withheld:
+        out["withheld"] = withheld
+    return out

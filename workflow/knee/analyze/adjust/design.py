@@ -21,14 +21,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import Any, TypedDict
 
 from scipy import stats
 
 from knee import instruments
 from knee.analyze import inference
 from knee.core.errors import KneeError
-from knee.core.records import Plan
+from knee.core.records import Config, Plan
+from knee.core.records.calibration import Calibration, Costs, Figure
 from knee.plan.adjust import check_facts, covariate_cpus, figure_of
 
 MAX_PAIRS = 40
@@ -36,13 +37,35 @@ MAX_RUNS = 6
 LEVEL = 0.9  # the one-sided confidence of the noise's upper bound a protocol is planned from
 
 
-def noise_df(figure: dict[str, Any], adjusted: bool = True) -> int:
+class Protocol(TypedDict):
+    """A protocol the planner prices: its pairs, its runs a sweep point, its GPU minutes and
+    each rule's predicted MDE (a range: predicted_range)."""
+
+    pairs: int
+    runs: int
+    gpu_minutes: float
+    mde_pct: dict[str, list[float] | None]
+
+
+class Planned(TypedDict):
+    """What `knee design` answers: the cheapest protocols adjusted and not, the config's own."""
+
+    target_mde_pct: float
+    alpha: float
+    requests_per_stream: int | None
+    adjusted: Protocol | None
+    unadjusted: Protocol | None
+    config: Protocol
+    notes: list[str]
+
+
+def noise_df(figure: Figure, adjusted: bool = True) -> int:
     """The degrees of freedom of a figure's between-boot noise: its boots less a mean per group
     of identical servers, and less the slope where the figure is adjusted."""
     return max(1, int(figure["boots"]) - int(figure["groups"]) - (1 if adjusted else 0))
 
 
-def upper_factor(figure: dict[str, Any], adjusted: bool = True) -> float:
+def upper_factor(figure: Figure, adjusted: bool = True) -> float:
     """How much larger the noise may be, at LEVEL confidence, than the calibration's estimate:
     sqrt(df / chi2 quantile at 1 - LEVEL)."""
     df = noise_df(figure, adjusted)
@@ -55,7 +78,7 @@ def _chi2_low(df: int) -> float:
     return float(stats.chi2.ppf(1 - LEVEL, df))
 
 
-def pair_sd(figure: dict[str, Any], runs: int, adjusted: bool = True,
+def pair_sd(figure: Figure, runs: int, adjusted: bool = True,
             bound: bool = False) -> float:
     """The log SD of one pair's difference in this figure at `runs` sweep runs a point (with
     `bound`, at the noise's upper confidence bound)."""
@@ -69,13 +92,13 @@ def pair_sd(figure: dict[str, Any], runs: int, adjusted: bool = True,
     return math.sqrt(2 * cv2) * (upper_factor(figure, adjusted) if bound else 1.0)
 
 
-def predicted_mde(figure: dict[str, Any], pairs: int, runs: int, alpha: float,
+def predicted_mde(figure: Figure, pairs: int, runs: int, alpha: float,
                   adjusted: bool = True, bound: bool = False) -> float | None:
     return inference.mde_pct(
         inference.Effect(pairs, 0.0, pair_sd(figure, runs, adjusted, bound)), alpha)
 
 
-def predicted_range(figure: dict[str, Any], pairs: int, runs: int, alpha: float,
+def predicted_range(figure: Figure, pairs: int, runs: int, alpha: float,
                     adjusted: bool = True) -> list[float] | None:
     """The predicted MDE from the noise as the calibration estimates it to its upper bound."""
     low, high = (predicted_mde(figure, pairs, runs, alpha, adjusted, bound)
@@ -83,25 +106,28 @@ def predicted_range(figure: dict[str, Any], pairs: int, runs: int, alpha: float,
     return None if low is None or high is None else [round(low, 2), round(high, 2)]
 
 
-def session_s(costs: dict[str, Any], runs: int) -> float:
+def session_s(costs: Costs, runs: int) -> float:
     """One session's wall time with `runs` runs at every sweep point (a warm compile cache)."""
-    out: float = costs["fixed_s"] + math.fsum(runs * s for s in costs["run_s"].values())
-    return out
+    if (fixed := costs["fixed_s"]) is None:
+        raise KneeError("the calibration has no session cost (costs.fixed_s is null: none of "
+                        "its sessions has a stop receipt), and a protocol is priced by it: "
+                        "calibrate on folders whose sessions finished")
+    return fixed + math.fsum(runs * s for s in costs["run_s"].values())
 
 
-def gpu_minutes(costs: dict[str, Any], pairs: int, runs: int) -> float:
+def gpu_minutes(costs: Costs, pairs: int, runs: int) -> float:
     """Every session of `pairs` pairs, the first boot with a cold compile cache."""
     cold: float = (costs.get("cold_boot_s") or costs["boot_s"]) - costs["boot_s"]
     return (2 * pairs * session_s(costs, runs) + cold) / 60
 
 
-def cheapest(document: dict[str, Any], rules: list[dict[str, Any]], alpha: float, target_pct: float,
-             adjusted: bool = True) -> dict[str, Any] | None:
+def cheapest(document: Calibration, rules: list[dict[str, Any]], alpha: float,
+             target_pct: float, adjusted: bool = True) -> Protocol | None:
     """The protocol (pairs, runs) of least GPU time whose every rule's MDE, at the noise's
     upper confidence bound, is at most the target; None where none up to MAX_PAIRS pairs and
     MAX_RUNS runs is. Each rule's MDE is given as a range (predicted_range)."""
     figures = {r["name"]: figure_of(document, r) for r in rules}
-    best: dict[str, Any] | None = None
+    best: Protocol | None = None
     for runs in range(1, MAX_RUNS + 1):
         for pairs in range(2, MAX_PAIRS + 1):
             mdes = {n: predicted_range(f, pairs, runs, alpha, adjusted)
@@ -115,8 +141,7 @@ def cheapest(document: dict[str, Any], rules: list[dict[str, Any]], alpha: float
     return best
 
 
-def plan_protocol(document: dict[str, Any], config: dict[str, Any],
-                  target_pct: float) -> dict[str, Any]:
+def plan_protocol(document: Calibration, config: Config, target_pct: float) -> Planned:
     """What `knee design` prints: the adjusted and the unadjusted cheapest protocols, and the
     config's own protocol's predicted MDE per rule."""
     rules, alpha = config["bar"]["rules"], config["bar"]["alpha"]
@@ -124,10 +149,6 @@ def plan_protocol(document: dict[str, Any], config: dict[str, Any],
     check_facts(document, {"covariate_cpus": covariate_cpus(config.get("runtime"))},
                 "knee design: --config")
     costs = document["costs"]
-    if costs["fixed_s"] is None:
-        raise KneeError("the calibration has no session cost (costs.fixed_s is null: none of "
-                        "its sessions has a stop receipt), and a protocol is priced by it: "
-                        "calibrate on folders whose sessions finished")
     notes = []
     if sweep.get("requests_per_stream") != costs.get("requests_per_stream"):
         notes.append(f"the calibration measured {costs.get('requests_per_stream')} requests a "
@@ -147,15 +168,15 @@ def plan_protocol(document: dict[str, Any], config: dict[str, Any],
             "notes": notes}
 
 
-def protocol_block(best: dict[str, Any]) -> str:
+def protocol_block(best: Protocol) -> str:
     """The YAML to paste into the config for a planned protocol."""
     return (f"protocol:\n  pairs: {best['pairs']}\ninstruments:\n"
             f"  {instruments.role(instruments.LOAD)}:\n    runs: {best['runs']}\n")
 
 
-def report(out: dict[str, Any]) -> str:
+def report(out: Planned) -> str:
     """The planner's answer as text: each protocol, its GPU minutes and each rule's MDE."""
-    def line(name: str, p: dict[str, Any] | None) -> str:
+    def line(name: str, p: Protocol | None) -> str:
         if p is None:
             return (f"{name}: no protocol up to {MAX_PAIRS} pairs and {MAX_RUNS} runs reaches "
                     f"an MDE of {out['target_mde_pct']}% on every rule")

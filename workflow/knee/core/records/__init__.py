@@ -6,18 +6,11 @@ A nested section that no module reads as a whole stays a mapping of its own (`Se
 
 from typing import Any, Required, TypedDict
 
-Section = dict[str, Any]
-# a config as knee.plan.config.validate returns it: config.schema.yaml's keys, defaults filled
-Config = dict[str, Any]
-# a point of an instrument: a sweep's concurrency, a probe's temperature, or "all"
-Point = int | float | str
-
-
-class Stamped(TypedDict, total=False):
-    """What every file knee writes starts with: jsonio.write stamps a record with them."""
-
-    schema: str
-    schema_version: int
+from knee.core.records.base import Config as Config
+from knee.core.records.base import Point as Point
+from knee.core.records.base import Section as Section
+from knee.core.records.base import Stamped as Stamped
+from knee.core.records.calibration import Calibration, CalibrationRef
 
 
 class PlanBar(TypedDict, total=False):
@@ -61,7 +54,7 @@ class Plan(Stamped, total=False):
     bar: Required[PlanBar]
     workflow: Section
     prediction: Section
-    calibration: Section
+    calibration: CalibrationRef
 
 
 class IdleSpeed(TypedDict):
@@ -374,5 +367,5 @@ class Recommendation(Stamped, total=False):
 RECORDS: dict[str, type] = {
     "plan": Plan, "boot": BootReceipt, "stop": StopReceipt, "raw": RawFile,
     "metrics": WindowMetrics, "comparison": Comparison, "bar": BarVerdict,
-    "recommendation": Recommendation,
+    "recommendation": Recommendation, "calibration": Calibration,
 }
