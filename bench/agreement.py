@@ -46,7 +46,8 @@ from pathlib import Path
 
 from knee.analyze.window import prom
 from knee.core import prompts
-from knee.measure import client, gpu
+from knee.measure import client
+from knee.measure.host import gpu
 from knee.measure.runtime import endpoint
 from knee.measure.runtime.process import Engine, split_cpus
 from knee.plan import config, places

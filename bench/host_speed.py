@@ -2,7 +2,7 @@
 
     python bench/host_speed.py [--seconds 180] [--window 30]
 
-Samples each CPU's speed on a fixed piece of work (knee.measure.hostspeed: the same sampler every
+Samples each CPU's speed on a fixed piece of work (knee.measure.host.speed: the same sampler every
 window records) every 0.25 s while the machine is idle, then prints per CPU the distribution,
 how long the host stays in a slow or fast state (split halfway between the 10th and 90th
 percentile), the correlation between the CPUs' simultaneous samples, and the spread of the
@@ -18,7 +18,7 @@ import sys
 import time
 
 from knee.analyze.noise import spread_pct
-from knee.measure import hostspeed
+from knee.measure.host import speed as hostspeed
 
 
 def runs(states: list[bool]) -> list[int]:

@@ -18,7 +18,7 @@ from knee.analyze.adjust import calibration, covariate
 from knee.analyze.folder import load_boots, load_sessions
 from knee.core import jsonio
 from knee.core.errors import KneeError
-from knee.measure import hostspeed
+from knee.measure.host import speed as hostspeed
 from knee.plan import config, configfile
 from tests.helpers import ROOT
 

@@ -48,7 +48,7 @@ def test_the_type_checker_is_strict_in_every_layer(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__", ".mypy_cache"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     planted = ["core/jsonio.py", "instruments/spec.py", "analyze/stats.py", "plan/summary.py",
-               "publish/mdtext.py", "measure/hostspeed.py", "measure/runtime/docker.py", "cli.py",
+               "publish/mdtext.py", "measure/host/speed.py", "measure/runtime/docker.py", "cli.py",
                "commands/spec.py", "commands/analyze/compare.py"]
     for rel in planted:
         with (package / rel).open("a", encoding="utf-8") as f:

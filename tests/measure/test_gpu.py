@@ -5,7 +5,7 @@ import subprocess
 import sys
 import types
 
-from knee.measure import gpu
+from knee.measure.host import gpu
 from tests.helpers import ROOT
 
 
@@ -62,7 +62,7 @@ def test_samples_are_summarised_per_window_with_the_throttle_reasons_seen():
 
 def test_without_nvml_the_session_stops_before_booting_with_what_is_missing(tmp_path):
     code = ("import sys; sys.modules['pynvml'] = None\n"
-            "from knee.measure import gpu\n"
+            "from knee.measure.host import gpu\n"
             "try:\n    gpu.nvml()\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                        timeout=60)
@@ -95,7 +95,8 @@ def nvmlDeviceGetCurrentClocksEventReasons(h): return 0
 
 
 def test_the_sampler_process_samples_while_the_block_runs(tmp_path, monkeypatch):
-    """The real sampler child (python -m knee.measure.gpu), reading a stand-in pynvml module."""
+    """The real sampler child (python -m knee.measure.host.gpu), reading a stand-in pynvml
+    module."""
     import os
     import time
 

@@ -1,6 +1,6 @@
 """Host facts around a window: shares from /proc/stat deltas, CPU pressure, foreign load."""
 
-from knee.measure import hostfacts
+from knee.measure.host import facts as hostfacts
 
 
 def fake_proc(tmp_path, name, cpu1_busy, cpu1_idle, psi_us, load="0.50"):
@@ -52,7 +52,7 @@ def test_busy_host_windows_are_flagged_in_the_comparison():
 def test_cpu_speed_is_sampled_per_cpu_and_leaves_the_affinity_as_it_was():
     import os
 
-    from knee.measure import hostspeed
+    from knee.measure.host import speed as hostspeed
 
     home = os.sched_getaffinity(0)
     speed = hostspeed.sample(sorted(home))
@@ -64,7 +64,7 @@ def test_cpu_speed_is_sampled_per_cpu_and_leaves_the_affinity_as_it_was():
 
 
 def test_speed_summary_keeps_only_the_window_and_reads_the_sampler_lines():
-    from knee.measure import hostspeed
+    from knee.measure.host import speed as hostspeed
 
     samples = hostspeed.parse("9.9 cpu0 99.0\n10.0 cpu0 10.0\n10.25 cpu1 30.0\n10.5 cpu0 20.0\n"
                               "10.75 cpu0 30.0\n11.5 cpu0 1.0\npartial")
@@ -76,7 +76,7 @@ def test_speed_summary_keeps_only_the_window_and_reads_the_sampler_lines():
 
 
 def test_the_speed_series_keeps_each_round_of_the_window_aligned_over_cpus():
-    from knee.measure import hostspeed
+    from knee.measure.host import speed as hostspeed
 
     samples = hostspeed.parse("9.9 cpu0 99.0\n10.0 cpu0 10.0\n10.0 cpu1 11.0\n10.25 cpu1 30.0\n"
                               "10.5 cpu0 20.0\n10.5 cpu1 21.5\n11.5 cpu0 1.0\n")
@@ -113,7 +113,7 @@ def test_each_recorded_point_keeps_the_span_of_the_loop_it_recorded(monkeypatch)
 def test_the_sampler_samples_while_the_block_runs_and_stops_after_it():
     import time
 
-    from knee.measure import hostspeed
+    from knee.measure.host import speed as hostspeed
 
     with hostspeed.Sampler([0], interval=0.05) as sampler:
         t0 = time.monotonic()

@@ -14,7 +14,7 @@ import yaml
 
 from knee import cli
 from knee.core.errors import KneeError
-from knee.measure import listening
+from knee.measure.host import listening
 from knee.measure.runtime import endpoint
 from knee.plan import config, configfile
 from tests.helpers import ROOT

@@ -5,7 +5,8 @@ audit ask the declaration, never the kind's name."""
 import re
 
 from knee.core import jsonio
-from knee.measure import gpu, session
+from knee.measure import session
+from knee.measure.host import gpu
 from knee.measure.runtime import docker, external, process
 from knee.plan import runtimes
 from knee.publish import readme

@@ -265,9 +265,9 @@ def host_flags(sessions: Sessions) -> list[str]:
 
 def host_speed(plan: Plan, sessions: Mapping[tuple[int, str], SessionRaw]) -> dict[str, Any] | None:
     """How fast the engine's CPUs ran during each window (the median of the samples taken
-    while it ran, knee.measure.hostspeed), their spread, and per bar rule the correlation over boots
-    between that speed and the rule's figure, each arm's figures taken relative to the arm's
-    mean. None where no window was sampled (an older run, or no engine CPUs configured)."""
+    while it ran, knee.measure.host.speed), their spread, and per bar rule the correlation over
+    boots between that speed and the rule's figure, each arm's figures taken relative to the
+    arm's mean. None where no window was sampled (an older run, or no engine CPUs configured)."""
     cpus = [f"cpu{c}" for c in plan.get("runtime", {}).get("engine_cpus") or []]
 
     def speed(host: Mapping[str, Any]) -> float | None:
@@ -280,8 +280,8 @@ def host_speed(plan: Plan, sessions: Mapping[tuple[int, str], SessionRaw]) -> di
 
 
 def gpu_clocks(plan: Plan, sessions: Sessions) -> dict[str, Any] | None:
-    """The GPUs' SM clock during each window (the median of the samples, knee.measure.gpu; the mean
-    over the GPUs), its spread, the throttle reasons seen, and per bar rule the correlation
+    """The GPUs' SM clock during each window (the median of the samples, knee.measure.host.gpu;
+    the mean over the GPUs), its spread, the throttle reasons seen, and per bar rule the correlation
     over boots between that clock and the rule's figure. None where no window was sampled."""
     def clock(host: Mapping[str, Any]) -> float | None:
         values = [g["sm_clock_mhz"]["median"] for g in (host.get("gpu_during") or {}).values()

@@ -12,7 +12,8 @@ from knee.core import datasets, jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Plan, Section
 from knee.instruments import dataset_selections
-from knee.measure import gpu, receipts
+from knee.measure import receipts
+from knee.measure.host import gpu
 from knee.plan import adjust, places
 
 

@@ -29,18 +29,10 @@ from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.records import Plan, Section
 from knee.instruments import instrument_names
-from knee.measure import (
-    cache,
-    gpu,
-    hostfacts,
-    hostspeed,
-    listening,
-    preboot,
-    progress,
-    receipts,
-    samplecheck,
-    together,
-)
+from knee.measure import cache, preboot, progress, receipts, samplecheck, together
+from knee.measure.host import facts as hostfacts
+from knee.measure.host import gpu, listening
+from knee.measure.host import speed as hostspeed
 from knee.measure.runtime import docker, endpoint, external, process
 from knee.measure.runtime.endpoint import Served
 from knee.measure.runtime.process import Engine, split_cpus

@@ -1,6 +1,6 @@
 """The host speed a bar figure was measured at, and a rule's effect adjusted for it (pure).
 
-knee.measure.hostspeed samples how fast each CPU runs. A figure's speed is taken over the
+knee.measure.host.speed samples how fast each CPU runs. A figure's speed is taken over the
 figure's own span: the mean over the engine's CPUs (every sampled CPU where the engine is not
 pinned) of each CPU's median, per run of the point where the runs recorded it (the geometric
 mean over the runs, as the figure is the mean over them), else over the whole window (folders
@@ -16,7 +16,7 @@ lies inside ±the registered tolerance (equivalence, the burden of proof on bala
 else an arm may have moved the covariate, so the rule is judged as measured and says why.
 
 With bar.adjust.covariate idle_speed the covariate is the CPUs' speed over the probe each boot
-takes with its engine booted and idle, before its first window (knee.measure.hostspeed
+takes with its engine booted and idle, before its first window (knee.measure.host.speed
 .idle_probe): one per boot, shared by every figure of it, which no request of the arm moves.
 """
 

@@ -58,7 +58,7 @@ class Plan(Stamped, total=False):
 
 
 class IdleSpeed(TypedDict):
-    """A boot's idle probe (knee.measure.hostspeed.idle_probe): its seconds, and per CPU the
+    """A boot's idle probe (knee.measure.host.speed.idle_probe): its seconds, and per CPU the
     median, 10th and 90th percentile and count of the samples."""
 
     seconds: float
@@ -124,7 +124,7 @@ class RawWindow(TypedDict, total=False):
     concurrency_held_share: float | None  # a closed loop's time at its concurrency
     turn_wait_s: float  # interleaved order: the time the partner had its turn
     hold: Section  # min_window_s: how long the concurrency was held, and whether it was reached
-    cpu_speed: Section  # the host's speed over this run (knee.measure.hostspeed)
+    cpu_speed: Section  # the host's speed over this run (knee.measure.host.speed)
     prefix_cache: Section
     prom_before: str
     prom_after: str

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from knee.core.records import Section
-from knee.measure import gpu, receipts
+from knee.measure import receipts
+from knee.measure.host import gpu
 from knee.measure.runtime import endpoint
 from knee.measure.runtime.endpoint import Served, stopped
 from knee.plan import secrets

@@ -5,7 +5,7 @@ does not see a vCPU that runs, but runs slower (a busy sibling thread on the hos
 state). A fixed piece of work timed by the CPU time it took shows it: a sampler process does
 WORK additions on each CPU every INTERVAL_S seconds. CPU time, not wall time, so sharing a CPU
 with the engine does not count as slowness, only how fast the CPU ran the work. About 1 ms
-every 0.25 s: under 1 % of a CPU. Run as `python -m knee.measure.hostspeed CPU,CPU INTERVAL`;
+every 0.25 s: under 1 % of a CPU. Run as `python -m knee.measure.host.speed CPU,CPU INTERVAL`;
 it prints one line per sample (monotonic time, CPU, million additions per second) until terminated.
 """
 
@@ -124,7 +124,7 @@ class Sampler(ChildSampler):
         self.cpus, self.interval, self.samples = sorted(set(cpus)), interval, []
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "knee.measure.hostspeed", ",".join(map(str, self.cpus)),
+        return [sys.executable, "-m", "knee.measure.host.speed", ",".join(map(str, self.cpus)),
                 str(self.interval)]
 
     def parse(self, text: str) -> list[Any]:

@@ -2,7 +2,8 @@
 facts for every boot receipt, and samples of their clocks, power, temperature, utilisation and
 throttle reasons while every window runs. Only a plan with runtime.gpus reaches this module.
 
-Run as `python -m knee.measure.gpu IDS INTERVAL`: one JSON line per GPU and sample until terminated.
+Run as `python -m knee.measure.host.gpu IDS INTERVAL`: one JSON line per GPU and sample until
+terminated.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from knee.core.errors import KneeError
 from knee.core.records import Section
-from knee.measure.hostspeed import ChildSampler
+from knee.measure.host.speed import ChildSampler
 from knee.plan import runtimes
 
 INTERVAL_S = 0.25
@@ -153,7 +154,7 @@ class Sampler(ChildSampler):
         self.ids, self.interval, self.samples = sorted(set(ids)), interval, []
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "knee.measure.gpu", ",".join(map(str, self.ids)),
+        return [sys.executable, "-m", "knee.measure.host.gpu", ",".join(map(str, self.ids)),
                 str(self.interval)]
 
     def parse(self, text: str) -> list[Section]:

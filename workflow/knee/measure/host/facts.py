@@ -5,7 +5,7 @@ on I/O; the load average before and after; the clock frequency where the kernel 
 the CPU pressure (the share of the window in which some runnable task waited for a CPU); and
 how busy the load generator's CPUs were with work that was not the load generator's own (a
 test suite or a build beside a measurement shows up there). How fast each CPU ran during the
-window is sampled by knee.measure.hostspeed. Where /proc is not readable (not Linux) the window
+window is sampled by knee.measure.host.speed. Where /proc is not readable (not Linux) the window
 records that it could not tell.
 """
 
