@@ -7,7 +7,7 @@ from typing import get_type_hints
 import pytest
 
 from knee.core import jsonio, records
-from knee.core.records import calibration
+from knee.core.records import calibration, sampling
 from tests.helpers import ROOT
 
 NESTED = {  # a record's list of records: (key, its record type)
@@ -80,3 +80,11 @@ def test_a_record_holds_every_key_of_every_published_file():
 def test_a_key_no_record_declares_is_found():
     assert undeclared(records.StopReceipt, [{"schema": "knee/stop", "stopped_in": 1}]) == {
         "stopped_in"}
+
+
+def test_a_sampling_check_record_holds_every_key_of_every_published_receipt():
+    checks = [c for b in published()["boot"] for c in b.get("sampling_check") or []]
+    requests = [r for c in checks for r in c.get("records") or []]
+    assert checks and requests
+    assert not undeclared(sampling.SamplingCheck, checks)
+    assert not undeclared(sampling.SampledRequest, requests)

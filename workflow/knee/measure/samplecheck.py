@@ -19,6 +19,7 @@ from knee.analyze import sampling
 from knee.analyze.temperature import NO_CUT, Cut
 from knee.core.errors import KneeError
 from knee.core.records import Section
+from knee.core.records.sampling import SampledRequest, SamplingCheck
 
 # half the prompts continue what came before, so that a drafter proposes often and the tokens at
 # draft positions, where a sampler under speculation can go wrong, are many; half are open
@@ -81,7 +82,7 @@ def boot_seed(seed: int, session: str) -> int:
 
 
 def sample(base_url: str, model: str, prompt: str, temperature: float, seed: int,
-           timeout_s: float, cut: Cut = NO_CUT) -> Section:
+           timeout_s: float, cut: Cut = NO_CUT) -> SampledRequest:
     # tokens named by id ("token_id:N"): by text, tokens that decode alike share one key and
     # the 20 likeliest come back fewer, which no judgment can read
     body = {"model": model, "prompt": prompt, "max_tokens": OUTPUT_TOKENS, "seed": seed,
@@ -116,10 +117,10 @@ def cut_at(sampling: Mapping[str, Any] | None, temperature: float) -> Cut:
 
 def check(base_url: str, model: str, temperatures: list[float], seed: int,
           timeout_s: float = 600.0, sampling_config: Mapping[str, Any] | None = None,
-          logprobs_mode: str = sampling.RAW) -> list[Section]:
+          logprobs_mode: str = sampling.RAW) -> list[SamplingCheck]:
     """Every temperature's verdict with the records it rests on. seed: this boot's first
     (boot_seed); sampling_config: instruments.sampling, whose top_k and top_p are checked."""
-    out = []
+    out: list[SamplingCheck] = []
     for t in temperatures:
         cut = cut_at(sampling_config, t)
         try:

@@ -25,7 +25,7 @@ from knee.analyze.stats import in_flight, window_client_summary
 from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import config_default
-from knee.core.records import RawFile, RawWindow, WindowMetrics
+from knee.core.records import BootReceipt, RawFile, RawWindow, WindowMetrics
 
 KNEE_THRESHOLD = config_default("analysis.knee_threshold")
 DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -333,7 +333,7 @@ def withhold(metrics: dict[str, Any], why: str) -> dict[str, Any]:
         | {"sampling_withheld": why}
 
 
-def window_metrics(raw: Mapping[str, Any], boot: Mapping[str, Any], before: Path, after: Path,
+def window_metrics(raw: Mapping[str, Any], boot: BootReceipt, before: Path, after: Path,
                    knee_threshold: float) -> WindowMetrics:
     """One instrument window's metrics from its raw file and scrapes (workflow and audit)."""
     return instrument_metrics(

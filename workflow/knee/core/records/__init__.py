@@ -11,6 +11,7 @@ from knee.core.records.base import Point as Point
 from knee.core.records.base import Section as Section
 from knee.core.records.base import Stamped as Stamped
 from knee.core.records.calibration import Calibration, CalibrationRef
+from knee.core.records.sampling import SamplingCheck
 
 
 class PlanBar(TypedDict, total=False):
@@ -93,7 +94,7 @@ class BootReceipt(Stamped, total=False):
     listening: list[Section]
     env_inherited: list[str]
     engine_resolved: Section
-    sampling_check: Section
+    sampling_check: list[SamplingCheck]
     idle_speed: IdleSpeed
 
 
