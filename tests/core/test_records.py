@@ -19,6 +19,7 @@ NESTED = {  # a record's list of records: (key, its record type)
 # a record's sections with records of their own: (where the schema describes the section, the
 # section's record)
 SECTIONS = [
+    ("config", ("properties", "bar", "properties", "rules", "items"), records.BarRule),
     ("calibration", ("properties", "facts"), calibration.Facts),
     ("calibration", ("properties", "figures", "items"), calibration.Figure),
     ("calibration", ("properties", "figures", "items", "properties", "left_out"),

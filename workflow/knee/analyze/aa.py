@@ -19,7 +19,7 @@ from knee.analyze.folder import Sessions, load_sessions
 from knee.analyze.noise import spread_pct
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import LoadedSession, Plan
+from knee.core.records import BarRule, LoadedSession, Plan
 from knee.plan.arms import NO_VARIABLE
 from knee.plan.config import sha256_of
 
@@ -50,7 +50,7 @@ def assemble(boots: Sequence[LoadedSession],
     return plan, sessions
 
 
-def calibrate(roots: list[Path], rules: list[dict[str, Any]],
+def calibrate(roots: list[Path], rules: list[BarRule],
               alpha: float = 0.05) -> dict[str, Any]:
     """The A/A comparison of every boot of the first folder's control arm, and its bar."""
     first = jsonio.read(Path(roots[0]) / layout.PLAN, "plan")
@@ -65,7 +65,7 @@ def calibrate(roots: list[Path], rules: list[dict[str, Any]],
             "boot_spread_pct": boot_spread(boots, rules)}
 
 
-def boot_spread(boots: Sequence[Mapping[str, Any]], rules: list[dict[str, Any]]) -> dict[str, Any]:
+def boot_spread(boots: Sequence[Mapping[str, Any]], rules: list[BarRule]) -> dict[str, Any]:
     """Per bar point: the spread (max - min over mean) of one arm's figure across its boots,
     and the median over the points (the noise target of the embedded default)."""
     out = {}
@@ -77,7 +77,7 @@ def boot_spread(boots: Sequence[Mapping[str, Any]], rules: list[dict[str, Any]])
     return {"per_rule": out, "median": statistics.median(values) if values else None}
 
 
-def mde_by_pairs(rule: dict[str, Any], sd: float | None, alpha: float,
+def mde_by_pairs(rule: BarRule, sd: float | None, alpha: float,
                  pairs: Iterable[int] = range(2, 9)) -> dict[int, float | None]:
     """The MDE of a rule at each number of pairs, from a measured between-pair spread."""
     if sd is None:

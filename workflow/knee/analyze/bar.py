@@ -14,13 +14,13 @@ from typing import Any
 from knee.analyze import hosts, inference, robust, samework
 from knee.analyze.adjust import covariate
 from knee.core import rulekinds
-from knee.core.records import BarVerdict, ComparisonRow, Judged, Plan, RuleVerdict
+from knee.core.records import BarRule, BarVerdict, ComparisonRow, Judged, Plan, RuleVerdict
 from knee.plan import adjust as registered
 from knee.plan import stopping
 
 
 def find(rows: Sequence[ComparisonRow], pair: int | str,
-         rule: Mapping[str, Any]) -> ComparisonRow | None:
+         rule: BarRule) -> ComparisonRow | None:
     for r in rows:
         if (r["pair"] == pair and r["instrument"] == rule["instrument"]
                 and r["metric"] == rule["metric"] and str(r["point"]) == str(rule["point"])):
@@ -28,7 +28,7 @@ def find(rows: Sequence[ComparisonRow], pair: int | str,
     return None
 
 
-def judge_rule(rows: Sequence[ComparisonRow], pairs: int, rule: dict[str, Any], alpha: float,
+def judge_rule(rows: Sequence[ComparisonRow], pairs: int, rule: BarRule, alpha: float,
                adjust: dict[str, Any] | None = None,
                comparison: Mapping[str, Any] | None = None) -> RuleVerdict:
     out: RuleVerdict = {"rule": rule["name"], "instrument": rule["instrument"],
@@ -60,7 +60,7 @@ def judge_rule(rows: Sequence[ComparisonRow], pairs: int, rule: dict[str, Any], 
     return decided
 
 
-def judged(rule: dict[str, Any], eff: inference.Effect, alpha: float,
+def judged(rule: BarRule, eff: inference.Effect, alpha: float,
            level: float) -> Judged:
     """A rule's verdict on an effect over pairs, with its interval, MDE and pairs needed."""
     bounds = eff.bounds(level)
@@ -76,7 +76,7 @@ def judged(rule: dict[str, Any], eff: inference.Effect, alpha: float,
     return out
 
 
-def adjusted_effect(comparison: Mapping[str, Any], rule: dict[str, Any], pairs: int,
+def adjusted_effect(comparison: Mapping[str, Any], rule: BarRule, pairs: int,
                     effects: list[float],
                     adjust: dict[str, Any], level: float) -> tuple[dict[str, Any],
                     inference.Effect | None]:

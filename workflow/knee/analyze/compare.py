@@ -27,7 +27,7 @@ from knee.analyze.folder import Sessions
 from knee.analyze.stats import decode_rate, gmean, mean, pct, point_summary
 from knee.analyze.window import held, prom
 from knee.core import metrics
-from knee.core.records import Comparison, LoadedSession, Plan, RawFile, SessionRaw
+from knee.core.records import BarRule, Comparison, LoadedSession, Plan, RawFile, SessionRaw
 from knee.plan.arms import differences, in_variable, shown_variable
 
 METRICS = metrics.NAMES  # knee.core.metrics declares each
@@ -325,7 +325,7 @@ def instrument_speed(speed: dict[str, Any] | None, instrument: str) -> float | N
     return round(statistics.median(values), 2) if values else None
 
 
-def follows_speed(rule: dict[str, Any], sessions: Mapping[tuple[int, str], SessionRaw],
+def follows_speed(rule: BarRule, sessions: Mapping[tuple[int, str], SessionRaw],
                   speeds: Mapping[tuple[int, str, str], float]) -> dict[str, Any] | None:
     """The correlation over boots between the engine CPU's speed in the rule's window and the
     rule's figure relative to its arm's mean (so the arms' difference does not count)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from knee.analyze import inference
 from knee.analyze.adjust import covariate
+from knee.core.records import BarRule
 
 
 def pair_hosts(boots: Sequence[Mapping[str, Any]]) -> dict[int, list[str]]:
@@ -32,7 +33,7 @@ def pair_hosts(boots: Sequence[Mapping[str, Any]]) -> dict[int, list[str]]:
     return dict(sorted(out.items()))
 
 
-def section(rules: Sequence[Mapping[str, Any]], judged: Sequence[Mapping[str, Any]],
+def section(rules: Sequence[BarRule], judged: Sequence[Mapping[str, Any]],
             boots: Sequence[Mapping[str, Any]], comparison: Mapping[str, Any],
             alpha: float) -> dict[str, Any] | None:
     """The bar's `hosts` section, or None where every session ran on one host."""
@@ -53,7 +54,7 @@ def section(rules: Sequence[Mapping[str, Any]], judged: Sequence[Mapping[str, An
     return out
 
 
-def judge_rule(rule: Mapping[str, Any], verdict: Mapping[str, Any],
+def judge_rule(rule: BarRule, verdict: Mapping[str, Any],
                comparison: Mapping[str, Any], by_pair: Mapping[int, list[str]],
                hosts: list[str], split: list[int], alpha: float) -> dict[str, Any]:
     """One rule: each host's spread of the per-pair effect and, where a pair is split across
@@ -70,7 +71,7 @@ def judge_rule(rule: Mapping[str, Any], verdict: Mapping[str, Any],
         level = 1 - 2 * alpha
         bounds = eff.bounds(level) if eff else None
         out["without_split_pairs"] = {
-            "pairs": len(kept), "verdict": inference.decide(dict(rule), bounds) if eff else
+            "pairs": len(kept), "verdict": inference.decide(rule, bounds) if eff else
             "INCONCLUSIVE", "estimate": inference.to_pct(eff.mean) if eff else None,
             "interval": eff.interval_pct(level) if eff else None}
     return out

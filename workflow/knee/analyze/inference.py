@@ -25,7 +25,7 @@ from scipy import stats
 
 from knee.analyze.stats import decode_rate, e2e, fmean, ttft
 from knee.core import metrics, rulekinds
-from knee.core.records import ComparisonRow
+from knee.core.records import BarRule, ComparisonRow
 
 PAIRS = "boot pairs"
 REQUESTS = "requests within one boot pair"
@@ -100,7 +100,7 @@ def effect(ratios: Sequence[float | None]) -> Effect | None:
     return Effect(len(xs), mean, sd)
 
 
-def margins(rule: dict[str, Any]) -> tuple[float, float] | float:
+def margins(rule: BarRule) -> tuple[float, float] | float:
     """A parity rule's (low, high) margin or a gain rule's threshold, on the log scale."""
     kind = rulekinds.kind(rule)
     m = kind.margins(kind.value(rule))
@@ -109,7 +109,7 @@ def margins(rule: dict[str, Any]) -> tuple[float, float] | float:
     return to_log(m)
 
 
-def decide(rule: dict[str, Any], bounds: tuple[float, float] | None) -> str:
+def decide(rule: BarRule, bounds: tuple[float, float] | None) -> str:
     """PASS, FAIL or INCONCLUSIVE for one rule from its interval (log scale)."""
     if bounds is None:
         return "INCONCLUSIVE"
@@ -124,7 +124,7 @@ def decide(rule: dict[str, Any], bounds: tuple[float, float] | None) -> str:
     return "FAIL" if hi < m else "INCONCLUSIVE"
 
 
-def pairs_needed(rule: dict[str, Any], eff: Effect, alpha: float) -> int | None:
+def pairs_needed(rule: BarRule, eff: Effect, alpha: float) -> int | None:
     """The fewest pairs at which this mean and between-pair spread would resolve the rule;
     None when no number up to MAX_PAIRS would (the mean sits on a threshold) or the spread
     is unknown (one pair)."""

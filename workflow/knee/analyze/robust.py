@@ -25,6 +25,7 @@ from typing import Any
 
 from knee.analyze import inference
 from knee.analyze.stats import fmean
+from knee.core.records import BarRule
 
 
 @lru_cache(maxsize=256)
@@ -57,16 +58,16 @@ def rank_interval(effects: Sequence[float],
     return estimate, (walsh[c], walsh[m - 1 - c])
 
 
-def t_verdict(rule: Mapping[str, Any], effects: Sequence[float],
+def t_verdict(rule: BarRule, effects: Sequence[float],
               level: float) -> dict[str, Any] | None:
     eff = inference.effect(effects)
     if eff is None or eff.n < 2:
         return None
-    return {"verdict": inference.decide(dict(rule), eff.bounds(level)),
+    return {"verdict": inference.decide(rule, eff.bounds(level)),
             "estimate": inference.to_pct(eff.mean), "interval": eff.interval_pct(level)}
 
 
-def leave_one_out(rule: Mapping[str, Any], pairs: Sequence[int], effects: Sequence[float],
+def leave_one_out(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
                   level: float) -> list[dict[str, Any]] | None:
     """The rule without each pair in turn (None with fewer than three pairs)."""
     if len(effects) < 3:
@@ -79,7 +80,7 @@ def leave_one_out(rule: Mapping[str, Any], pairs: Sequence[int], effects: Sequen
     return out
 
 
-def by_host(rule: Mapping[str, Any], pairs: Sequence[int], effects: Sequence[float],
+def by_host(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
             hosts_of: Mapping[int, list[str]], level: float) -> dict[str, Any] | None:
     """The t interval over the hosts' mean effects (None on one host, or one left)."""
     means: dict[str, list[float]] = {}
@@ -92,14 +93,14 @@ def by_host(rule: Mapping[str, Any], pairs: Sequence[int], effects: Sequence[flo
     return None if judged is None else {"hosts": len(means), **judged}
 
 
-def section(rule: Mapping[str, Any], verdict: Mapping[str, Any], effects: Sequence[float],
+def section(rule: BarRule, verdict: Mapping[str, Any], effects: Sequence[float],
             hosts_of: Mapping[int, list[str]], level: float) -> dict[str, Any]:
     """bar.json's robustness of one judged rule, on the effects its verdict used."""
     pairs = [p["pair"] for p in verdict["per_pair"]]
     estimate, bounds = rank_interval(effects, level)
     rank = {"estimate": inference.to_pct(estimate),
             "interval": [inference.to_pct(b) for b in bounds] if bounds else None,
-            "verdict": inference.decide(dict(rule), bounds) if bounds else None}
+            "verdict": inference.decide(rule, bounds) if bounds else None}
     drops = leave_one_out(rule, pairs, effects, level)
     hosts = by_host(rule, pairs, effects, hosts_of, level)
     registered = verdict["verdict"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from knee.core import jsonio
 from knee.core.errors import KneeError
-from knee.core.records import Config, Section
+from knee.core.records import BarRule, Config, Section
 from knee.core.records.calibration import Calibration, CalibrationRef, Figure
 from knee.plan import configfile, secrets, together
 
@@ -65,7 +65,7 @@ def figure_of(document: Calibration, rule: Mapping[str, Any],
                     f"{sorted('/'.join(key(f)) for f in document['figures'])}")
 
 
-def slopes(document: Calibration, rules: list[Section],
+def slopes(document: Calibration, rules: list[BarRule],
            where: str = "bar.adjust") -> dict[str, float]:
     """The registered slope of every bar rule's figure."""
     return {rule["name"]: figure_of(document, rule, where)["slope"] for rule in rules}

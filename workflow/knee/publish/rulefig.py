@@ -16,7 +16,7 @@ from matplotlib.patches import Patch
 
 from knee.analyze.adjust import covariate
 from knee.core import layout, rulekinds
-from knee.core.records import Plan
+from knee.core.records import BarRule, Plan
 
 NAME = layout.RULES_FIGURE
 TITLE = "each rule's pairs, the interval that decided and its threshold"
@@ -26,7 +26,7 @@ VERDICT_COLORS = {"PASS": "#22aa77", "FAIL": "#cc3344", "INCONCLUSIVE": "#cc8800
 MARGIN_COLOR, POINT_COLOR, GAIN_COLOR = "#dde4ee", "#555555", "#3366cc"
 
 
-def pair_effects(rule: Mapping[str, Any], judged: Mapping[str, Any],
+def pair_effects(rule: BarRule, judged: Mapping[str, Any],
                  comparison: Mapping[str, Any]) -> list[float]:
     """Each pair's effect (%) as the verdict used it."""
     _, used = covariate.used_effects(rule, judged, comparison)
@@ -56,7 +56,7 @@ def draw(ax: Axes, plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, 
               fontsize=7, frameon=False, bbox_to_anchor=(0, 1.0), ncol=4)
 
 
-def rule_row(ax: Axes, y: float, rule: Mapping[str, Any], judged: Mapping[str, Any],
+def rule_row(ax: Axes, y: float, rule: BarRule, judged: Mapping[str, Any],
              effects: list[float]) -> None:
     kind = rulekinds.kind(rule)
     if kind is rulekinds.PARITY:

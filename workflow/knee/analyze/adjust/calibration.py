@@ -26,7 +26,7 @@ from knee.analyze.folder import load_receipts, load_sessions
 from knee.analyze.stats import fmean, mean, point_summary
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import BootReceipt, LoadedSession, Plan, RawFile, StopReceipt
+from knee.core.records import BarRule, BootReceipt, LoadedSession, Plan, RawFile, StopReceipt
 from knee.core.records.calibration import (
     Calibration,
     Costs,
@@ -168,7 +168,7 @@ def _log(x: float | None) -> float | None:
     return math.log(x) if x and x > 0 else None
 
 
-def boot_figure(raw: RawFile, rule: Mapping[str, Any], cpus: list[str],
+def boot_figure(raw: RawFile, rule: BarRule, cpus: list[str],
                 withheld: Mapping[float | str, str] | None = None,
                 idle: float | None = None) -> BootFigure | None:
     """One boot's (log speed, log figure) for a rule's figure, and each run's (the window's
@@ -261,7 +261,7 @@ def same_facts(boots: Sequence[Boot]) -> Facts:
     return first["facts"]
 
 
-def figure(rule: Mapping[str, Any], boots: Sequence[Boot],
+def figure(rule: BarRule, boots: Sequence[Boot],
            name: str = HOST_SPEED) -> Figure | None:
     """One bar figure's slope and noise over the boots that measured it (None: too few), on
     the covariate `name`."""
@@ -343,7 +343,7 @@ def calibrate(roots: list[Path], timing_only: bool = False,
         for b in boots:
             b["withheld"] = {}
     facts = same_facts(boots)
-    rules: dict[tuple[str, str, str], dict[str, Any]] = {}
+    rules: dict[tuple[str, str, str], BarRule] = {}
     for b in boots:
         for rule in b["plan"]["bar"]["rules"]:
             rules.setdefault(key(rule), rule)

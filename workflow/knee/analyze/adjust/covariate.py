@@ -29,7 +29,7 @@ from typing import Any
 from knee.analyze import inference
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import fmean, mean
-from knee.core.records import BootReceipt, LoadedSession, Plan, RawFile
+from knee.core.records import BarRule, BootReceipt, LoadedSession, Plan, RawFile
 from knee.plan.adjust import HOST_SPEED, IDLE_SPEED, covariate_of
 
 COVARIATE = HOST_SPEED  # the covariate of a bar that names none (before idle_speed)
@@ -72,7 +72,7 @@ def idle_speed(boot: BootReceipt, cpus: list[str]) -> float | None:
     return summary_speed(probe.get("cpu_speed") if probe else None, cpus)
 
 
-def session_speed(session: LoadedSession, rule: dict[str, Any], cpus: list[str],
+def session_speed(session: LoadedSession, rule: BarRule, cpus: list[str],
                   name: str) -> tuple[float | None, str]:
     """(speed, over what) of a rule's figure in one session, for the covariate `name`."""
     if name == IDLE_SPEED:
@@ -114,7 +114,7 @@ def name_of(comparison: Mapping[str, Any]) -> str:
     return str((comparison.get("covariate") or {}).get("name", COVARIATE))
 
 
-def speed_ratios(comparison: Mapping[str, Any], rule: dict[str, Any],
+def speed_ratios(comparison: Mapping[str, Any], rule: BarRule,
                  pairs: int) -> list[float | None]:
     """log(candidate speed / control speed) of the rule's figure in each pair."""
     rows = {r["pair"]: r for r in (comparison.get("covariate") or {}).get("rows", [])
@@ -139,7 +139,7 @@ def balanced(check: dict[str, Any], tolerance_pct: float) -> bool:
     return bool(lo_hi) and -tolerance_pct <= lo_hi[0] and lo_hi[1] <= tolerance_pct
 
 
-def contrasts(comparison: Mapping[str, Any], rules: list[dict[str, Any]], pairs: int,
+def contrasts(comparison: Mapping[str, Any], rules: list[BarRule], pairs: int,
               confidence: float, tolerance_pct: float) -> dict[str, Any] | None:
     """The arm contrast of the covariate across the bar's figures: per pair, the arms' log
     speed difference over one figure's span less that over another's. A host state the change
@@ -175,7 +175,7 @@ def adjusted(effects: list[float], ratios: list[float], slope: float) -> list[fl
     return [e - slope * x for e, x in zip(effects, ratios, strict=True)]
 
 
-def used_effects(rule: Mapping[str, Any], verdict: Mapping[str, Any],
+def used_effects(rule: BarRule, verdict: Mapping[str, Any],
                  comparison: Mapping[str, Any]) -> tuple[list[float], list[float]]:
     """A judged rule's per-pair effects (log ratios) as measured and as its verdict used them
     (adjusted where the adjustment was applied); a judged rule has a figure in every pair."""
@@ -184,6 +184,6 @@ def used_effects(rule: Mapping[str, Any], verdict: Mapping[str, Any],
     adjustment = verdict.get("adjustment") or {}
     if not adjustment.get("applied"):
         return measured, measured
-    ratios = speed_ratios(comparison, dict(rule), len(verdict["per_pair"]))
+    ratios = speed_ratios(comparison, rule, len(verdict["per_pair"]))
     return measured, adjusted(measured, [x for x in ratios if x is not None],
                               adjustment["slope"])

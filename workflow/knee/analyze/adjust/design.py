@@ -28,7 +28,7 @@ from scipy import stats
 from knee import instruments
 from knee.analyze import inference
 from knee.core.errors import KneeError
-from knee.core.records import Config, Plan
+from knee.core.records import BarRule, Config, Plan
 from knee.core.records.calibration import Calibration, Costs, Figure
 from knee.plan.adjust import check_facts, covariate_cpus, figure_of
 
@@ -121,7 +121,7 @@ def gpu_minutes(costs: Costs, pairs: int, runs: int) -> float:
     return (2 * pairs * session_s(costs, runs) + cold) / 60
 
 
-def cheapest(document: Calibration, rules: list[dict[str, Any]], alpha: float,
+def cheapest(document: Calibration, rules: list[BarRule], alpha: float,
              target_pct: float, adjusted: bool = True) -> Protocol | None:
     """The protocol (pairs, runs) of least GPU time whose every rule's MDE, at the noise's
     upper confidence bound, is at most the target; None where none up to MAX_PAIRS pairs and

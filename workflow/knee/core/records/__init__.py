@@ -14,11 +14,23 @@ from knee.core.records.calibration import Calibration, CalibrationRef
 from knee.core.records.sampling import SamplingCheck
 
 
+class BarRule(TypedDict, total=False):
+    """A rule of the bar as the config registers it (config.schema.yaml's bar.rules): the
+    figure it judges and its kind's threshold (knee.core.rulekinds)."""
+
+    name: Required[str]
+    instrument: Required[str]
+    metric: Required[str]
+    point: Required[Point]
+    within_pct: float
+    min_gain_pct: float
+
+
 class PlanBar(TypedDict, total=False):
     """The bar as the plan registers it (hashed into bar_sha256)."""
 
     alpha: Required[float]
-    rules: Required[list[Section]]
+    rules: Required[list[BarRule]]
     adjust: Section
     expected_engine_differences: list[str]
 
