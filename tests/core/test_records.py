@@ -2,7 +2,8 @@
 the schema's required keys Required, and every key of every published file of that kind."""
 
 import json
-from typing import get_type_hints
+import types
+from typing import Union, get_args, get_origin, get_type_hints, is_typeddict
 
 import pytest
 
@@ -89,3 +90,42 @@ def test_a_sampling_check_record_holds_every_key_of_every_published_receipt():
     assert checks and requests
     assert not undeclared(sampling.SamplingCheck, checks)
     assert not undeclared(sampling.SampledRequest, requests)
+
+
+def undeclared_within(hint, value, path: str) -> list[str]:
+    """Every key of `value`, at any depth, that the record type `hint` leaves undeclared:
+    a typed section's keys against its record, a list's items and a mapping's values against
+    theirs."""
+    if is_typeddict(hint):
+        if not isinstance(value, dict):
+            return []
+        hints = get_type_hints(hint)
+        out = [f"{path}.{k}" for k in value if k not in hints]
+        for k, v in value.items():
+            out += undeclared_within(hints[k], v, f"{path}.{k}") if k in hints else []
+        return out
+    origin, args = get_origin(hint), get_args(hint)
+    if origin in (Union, types.UnionType):
+        found = [undeclared_within(a, value, path) for a in args]
+        return min(found, key=len)
+    if origin is list and isinstance(value, list):
+        return [k for item in value for k in undeclared_within(args[0], item, f"{path}[]")]
+    if origin is dict and isinstance(value, dict):
+        return [k for v in value.values() for k in undeclared_within(args[1], v, f"{path}{{}}")]
+    return []
+
+
+def test_every_typed_section_holds_every_key_of_every_published_file():
+    files = published()
+    for kind, record in records.RECORDS.items():
+        missing = sorted({k for d in files[kind] for k in undeclared_within(record, d, kind)})
+        assert not missing, missing
+
+
+def test_a_key_a_typed_section_lacks_is_found_at_its_depth():
+    rule = {"rule": "r", "instrument": "sweep", "metric": "throughput", "point": 8,
+            "verdict": "PASS", "test": "t", "adjustment": {
+                "covariate": "host_speed", "slope": 0.1, "tolerance_pct": 1.0,
+                "applied": True, "balance": {"estimate_pct": 0.1, "interval": None, "extra": 1}}}
+    assert undeclared_within(records.BarVerdict, {"rules": [rule]}, "bar") == [
+        "bar.rules[].adjustment.balance.extra"]

@@ -15,6 +15,7 @@ from knee.analyze import hosts, inference, robust, samework
 from knee.analyze.adjust import covariate
 from knee.core import rulekinds
 from knee.core.records import BarRule, BarVerdict, ComparisonRow, Judged, Plan, RuleVerdict
+from knee.core.records.covariate import Adjustment, ContrastSection
 from knee.plan import adjust as registered
 from knee.plan import stopping
 
@@ -78,14 +79,14 @@ def judged(rule: BarRule, eff: inference.Effect, alpha: float,
 
 def adjusted_effect(comparison: Mapping[str, Any], rule: BarRule, pairs: int,
                     effects: list[float],
-                    adjust: dict[str, Any], level: float) -> tuple[dict[str, Any],
+                    adjust: dict[str, Any], level: float) -> tuple[Adjustment,
                     inference.Effect | None]:
     """The registered covariate adjustment of one rule (knee.analyze.adjust.covariate): what it did,
     and the adjusted effect over pairs (None where it is withheld, and the reason why)."""
     slope = adjust["slopes"][rule["name"]]
     ratios = covariate.speed_ratios(comparison, rule, pairs)
-    out = {"covariate": covariate.name_of(comparison), "slope": slope,
-           "tolerance_pct": adjust["tolerance_pct"]}
+    out: Adjustment = {"covariate": covariate.name_of(comparison), "slope": slope,
+                       "tolerance_pct": adjust["tolerance_pct"], "applied": False}
     if any(x is None for x in ratios):
         missing = [str(p) for p, x in enumerate(ratios, 1) if x is None]
         return {**out, "applied": False, "reason": "no host speed was sampled for this figure "
@@ -107,7 +108,7 @@ def adjusted_effect(comparison: Mapping[str, Any], rule: BarRule, pairs: int,
     return {**out, "applied": True}, eff
 
 
-def withheld(contrast: dict[str, Any]) -> str:
+def withheld(contrast: ContrastSection) -> str:
     """Why no rule is adjusted: the arms' speed difference differs between the figures' spans."""
     moved = next(c for c in contrast["contrasts"] if not c["shown_zero"])
     lo, hi = moved["interval"] or (None, None)

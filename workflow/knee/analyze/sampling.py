@@ -38,10 +38,12 @@ import numpy as np
 from knee.analyze.temperature import NO_CUT, TOP, Cut, estimate
 from knee.core.records import BootReceipt, RawWindow
 from knee.core.records.sampling import (
+    ArmPooled,
     Pooled,
     Rejudged,
     SampledRequest,
     SamplingCheck,
+    SessionRejudged,
     SessionsAt,
     Tail,
 )
@@ -62,14 +64,6 @@ class KnownDefect(TypedDict):
     versions: tuple[str, ...]
     issue: str
     what: str
-
-
-class ArmPooled(Pooled):
-    arm: str
-
-
-class SessionRejudged(Rejudged):
-    session: str
 
 
 class SamplingSection(TypedDict, total=False):

@@ -30,6 +30,14 @@ from knee.analyze import inference
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import fmean, mean
 from knee.core.records import BarRule, BootReceipt, LoadedSession, Plan, RawFile
+from knee.core.records.covariate import (
+    Balance,
+    Contrast,
+    ContrastSection,
+    CovariateRow,
+    CovariateSection,
+    CpuSpeed,
+)
 from knee.plan.adjust import HOST_SPEED, IDLE_SPEED, covariate_of
 
 COVARIATE = HOST_SPEED  # the covariate of a bar that names none (before idle_speed)
@@ -47,7 +55,7 @@ def cpu_names(plan: Plan) -> list[str]:
     return [f"cpu{c}" for c in (plan.get("runtime") or {}).get("engine_cpus") or []]
 
 
-def summary_speed(summary: dict[str, Any] | None, cpus: list[str]) -> float | None:
+def summary_speed(summary: Mapping[str, CpuSpeed] | None, cpus: list[str]) -> float | None:
     """The mean over `cpus` (all in the summary where empty) of each CPU's median speed."""
     summary = summary or {}
     values = [s["median"] for c, s in summary.items() if (c in cpus or not cpus)
@@ -80,10 +88,11 @@ def session_speed(session: LoadedSession, rule: BarRule, cpus: list[str],
     return figure_speed(session["raw"][rule["instrument"]], rule["point"], cpus)
 
 
-def pair_rows(plan: Plan, sessions: Sessions, pairs: int, name: str) -> list[dict[str, Any]]:
+def pair_rows(plan: Plan, sessions: Sessions, pairs: int, name: str) -> list[CovariateRow]:
     """Per bar rule and pair: each arm's speed for the rule's figure on the covariate `name`
     (the comparison's covariate section, which the bar reads)."""
-    cpus, out = cpu_names(plan), []
+    cpus = cpu_names(plan)
+    out: list[CovariateRow] = []
     for rule in plan["bar"]["rules"]:
         for pair in range(1, pairs + 1):
             got = {arm: session_speed(sessions[(pair, arm)], rule, cpus, name)
@@ -99,7 +108,7 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def section(plan: Plan, sessions: Sessions) -> dict[str, Any]:
+def section(plan: Plan, sessions: Sessions) -> dict[str, CovariateSection]:
     """The comparison's covariate section where the bar registers an adjustment, else none."""
     if not (name := covariate_of(plan)):
         return {}
@@ -123,7 +132,7 @@ def speed_ratios(comparison: Mapping[str, Any], rule: BarRule,
             for p in range(1, pairs + 1)]
 
 
-def balance(ratios: list[float], confidence: float) -> dict[str, Any]:
+def balance(ratios: list[float], confidence: float) -> Balance:
     """The arms' mean log speed difference over the pairs, in percent, with its interval."""
     eff = inference.effect(ratios)
     interval = eff.interval_pct(confidence) if eff else None
@@ -131,16 +140,17 @@ def balance(ratios: list[float], confidence: float) -> dict[str, Any]:
             "interval": [round(v, 3) for v in interval] if interval else None}
 
 
-def balanced(check: dict[str, Any], tolerance_pct: float) -> bool:
+def balanced(check: Balance, tolerance_pct: float) -> bool:
     """The balance check shows the arms' host speed alike: its whole interval inside
     ±tolerance (equivalence, as a parity rule; an interval that cannot show it, too wide or
     absent, withholds the adjustment)."""
     lo_hi = check["interval"]
-    return bool(lo_hi) and -tolerance_pct <= lo_hi[0] and lo_hi[1] <= tolerance_pct
+    return lo_hi is not None and len(lo_hi) > 0 and -tolerance_pct <= lo_hi[0] \
+        and lo_hi[1] <= tolerance_pct
 
 
 def contrasts(comparison: Mapping[str, Any], rules: list[BarRule], pairs: int,
-              confidence: float, tolerance_pct: float) -> dict[str, Any] | None:
+              confidence: float, tolerance_pct: float) -> ContrastSection | None:
     """The arm contrast of the covariate across the bar's figures: per pair, the arms' log
     speed difference over one figure's span less that over another's. A host state the change
     does not touch moves both arms' speeds alike in every span, so the contrast is zero; a
@@ -158,12 +168,12 @@ def contrasts(comparison: Mapping[str, Any], rules: list[BarRule], pairs: int,
             spans.setdefault((rule["instrument"], str(rule["point"])),
                              (rule["name"], [x for x in ratios if x is not None]))
     names = list(spans.values())
-    found = []
+    found: list[Contrast] = []
     for i, (a, xa) in enumerate(names):
         for b, xb in names[i + 1:]:
             check = balance([p - q for p, q in zip(xa, xb, strict=True)], confidence)
-            found.append({"rules": [a, b], **check,
-                          "shown_zero": balanced(check, tolerance_pct)})
+            found.append(Contrast(rules=[a, b], **check,
+                                  shown_zero=balanced(check, tolerance_pct)))
     if not found:
         return None
     return {"tolerance_pct": tolerance_pct, "contrasts": found,

@@ -11,7 +11,8 @@ from knee.core.records.base import Point as Point
 from knee.core.records.base import Section as Section
 from knee.core.records.base import Stamped as Stamped
 from knee.core.records.calibration import Calibration, CalibrationRef
-from knee.core.records.sampling import SamplingCheck
+from knee.core.records.covariate import Adjustment, ContrastSection, CovariateSection, CpuSpeed
+from knee.core.records.sampling import ArmPooled, SamplingCheck, SessionRejudged, SessionsAt
 
 
 class BarRule(TypedDict, total=False):
@@ -33,6 +34,7 @@ class PlanBar(TypedDict, total=False):
     rules: Required[list[BarRule]]
     adjust: Section
     expected_engine_differences: list[str]
+    max_divergent_share: float  # above it, paired requests whose tokens differ confound
 
 
 class PlanProtocol(TypedDict, total=False):
@@ -75,7 +77,7 @@ class IdleSpeed(TypedDict):
     median, 10th and 90th percentile and count of the samples."""
 
     seconds: float
-    cpu_speed: dict[str, Section]
+    cpu_speed: dict[str, CpuSpeed]
 
 
 class BootReceipt(Stamped, total=False):
@@ -137,7 +139,7 @@ class RawWindow(TypedDict, total=False):
     concurrency_held_share: float | None  # a closed loop's time at its concurrency
     turn_wait_s: float  # interleaved order: the time the partner had its turn
     hold: Section  # min_window_s: how long the concurrency was held, and whether it was reached
-    cpu_speed: Section  # the host's speed over this run (knee.measure.host.speed)
+    cpu_speed: dict[str, CpuSpeed]  # the host's speed over this run (knee.measure.host.speed)
     prefix_cache: Section
     prom_before: str
     prom_after: str
@@ -270,14 +272,14 @@ class Comparison(Stamped, total=False):
     same_work: list[SameWorkRow]
     windows_not_held: list[Section]
     latency: list[LatencyRow]
-    covariate: Section
+    covariate: CovariateSection
     host_speed: Any
     fixture_classes: Any
     depth_curves: Any
-    sampling_withheld: Any
-    sampling_undecided: Any
-    sampling_pooled: list[Section]
-    sampling_rejudged: list[Section]
+    sampling_withheld: list[SessionsAt]
+    sampling_undecided: list[SessionsAt]
+    sampling_pooled: list[ArmPooled]
+    sampling_rejudged: list[SessionRejudged]
     simultaneous: Section
     interleaved: Section
     # a verification run's predicted against measured (knee.analyze.verification)
@@ -320,7 +322,7 @@ class RuleVerdict(TypedDict, total=False):
     pairs_needed: int | None
     per_pair: list[Section]
     reason: str
-    adjustment: Section
+    adjustment: Adjustment
     unadjusted: Section
     robustness: Section
 
@@ -342,7 +344,8 @@ class BarVerdict(Stamped, total=False):
     bar: Section
     confounds: list[Section]  # each difference between the arms the bar did not expect
     excused: list[dict[str, str]]  # each expected engine difference and the entry that excused it
-    covariate_contrast: Section  # bar.adjust: the arms' speed difference between figures' spans
+    # bar.adjust: the arms' speed difference between figures' spans
+    covariate_contrast: ContrastSection
     rules_verdict: str
     hosts: Section
     family: Section

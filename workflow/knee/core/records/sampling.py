@@ -84,6 +84,18 @@ class Rejudged(TypedDict):
     why: str | None
 
 
+class ArmPooled(Pooled):
+    """A pooled estimate, with the arm whose boots it pools."""
+
+    arm: str
+
+
+class SessionRejudged(Rejudged):
+    """A rejudged temperature, with the session whose receipt it is."""
+
+    session: str
+
+
 class SessionsAt(TypedDict):
     """The sessions whose figures sampled at a temperature are withheld (or undecided), and
     why."""
