@@ -8,7 +8,7 @@ from typing import Union, get_args, get_origin, get_type_hints, is_typeddict
 import pytest
 
 from knee.core import jsonio, records
-from knee.core.records import calibration, sampling
+from knee.core.records import calibration, sampling, verdict
 from tests.helpers import ROOT
 
 NESTED = {  # a record's list of records: (key, its record type)
@@ -21,6 +21,8 @@ NESTED = {  # a record's list of records: (key, its record type)
 # section's record)
 SECTIONS = [
     ("config", ("properties", "bar", "properties", "rules", "items"), records.BarRule),
+    ("bar", ("properties", "rules", "items", "properties", "per_pair", "items"),
+     verdict.PairEffect),
     ("calibration", ("properties", "facts"), calibration.Facts),
     ("calibration", ("properties", "figures", "items"), calibration.Figure),
     ("calibration", ("properties", "figures", "items", "properties", "left_out"),

@@ -16,6 +16,7 @@ from knee.analyze.adjust import covariate
 from knee.core import rulekinds
 from knee.core.records import BarRule, BarVerdict, ComparisonRow, Judged, Plan, RuleVerdict
 from knee.core.records.covariate import Adjustment, ContrastSection
+from knee.core.records.verdict import RegisteredAdjust
 from knee.plan import adjust as registered
 from knee.plan import stopping
 
@@ -30,7 +31,7 @@ def find(rows: Sequence[ComparisonRow], pair: int | str,
 
 
 def judge_rule(rows: Sequence[ComparisonRow], pairs: int, rule: BarRule, alpha: float,
-               adjust: dict[str, Any] | None = None,
+               adjust: RegisteredAdjust | None = None,
                comparison: Mapping[str, Any] | None = None) -> RuleVerdict:
     out: RuleVerdict = {"rule": rule["name"], "instrument": rule["instrument"],
                         "point": rule["point"], "metric": rule["metric"],
@@ -79,7 +80,7 @@ def judged(rule: BarRule, eff: inference.Effect, alpha: float,
 
 def adjusted_effect(comparison: Mapping[str, Any], rule: BarRule, pairs: int,
                     effects: list[float],
-                    adjust: dict[str, Any], level: float) -> tuple[Adjustment,
+                    adjust: RegisteredAdjust, level: float) -> tuple[Adjustment,
                     inference.Effect | None]:
     """The registered covariate adjustment of one rule (knee.analyze.adjust.covariate): what it did,
     and the adjusted effect over pairs (None where it is withheld, and the reason why)."""
@@ -130,7 +131,7 @@ def overall(verdicts: list[str]) -> str:
 
 def judge(comparison: Mapping[str, Any], bar: Mapping[str, Any], pairs: int, bar_sha256: str,
           measured_bar_sha256: set[str], looks: int = 1,
-          adjust: dict[str, Any] | None = None) -> BarVerdict:
+          adjust: RegisteredAdjust | None = None) -> BarVerdict:
     """The bar over `pairs` pairs; with `looks` > 1 (stopping by precision) every rule decides
     at the alpha knee.plan.stopping spends on each look."""
     changed = any(h != bar_sha256 for h in measured_bar_sha256)
@@ -220,7 +221,7 @@ def judge_plan(plan: Plan, comparison: Mapping[str, Any],
     return out
 
 
-def registered_adjust(plan: Plan) -> dict[str, Any] | None:
+def registered_adjust(plan: Plan) -> RegisteredAdjust | None:
     """The covariate adjustment the plan registers (bar.adjust, the slopes of its embedded
     calibration per rule), or None."""
     adjust = (plan.get("bar") or {}).get("adjust")

@@ -26,6 +26,7 @@ from typing import Any
 from knee.analyze import inference
 from knee.analyze.stats import fmean
 from knee.core.records import BarRule
+from knee.core.records.verdict import Dropped, Family, OverHosts, RankVerdict, Robustness, TVerdict
 
 
 @lru_cache(maxsize=256)
@@ -59,7 +60,7 @@ def rank_interval(effects: Sequence[float],
 
 
 def t_verdict(rule: BarRule, effects: Sequence[float],
-              level: float) -> dict[str, Any] | None:
+              level: float) -> TVerdict | None:
     eff = inference.effect(effects)
     if eff is None or eff.n < 2:
         return None
@@ -68,20 +69,20 @@ def t_verdict(rule: BarRule, effects: Sequence[float],
 
 
 def leave_one_out(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
-                  level: float) -> list[dict[str, Any]] | None:
+                  level: float) -> list[Dropped] | None:
     """The rule without each pair in turn (None with fewer than three pairs)."""
     if len(effects) < 3:
         return None
-    out = []
+    out: list[Dropped] = []
     for i, pair in enumerate(pairs):
         judged = t_verdict(rule, [e for j, e in enumerate(effects) if j != i], level)
         assert judged is not None
-        out.append({"pair": pair, **judged})
+        out.append(Dropped(pair=pair, **judged))
     return out
 
 
 def by_host(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
-            hosts_of: Mapping[int, list[str]], level: float) -> dict[str, Any] | None:
+            hosts_of: Mapping[int, list[str]], level: float) -> OverHosts | None:
     """The t interval over the hosts' mean effects (None on one host, or one left)."""
     means: dict[str, list[float]] = {}
     for pair, e in zip(pairs, effects, strict=True):
@@ -90,15 +91,15 @@ def by_host(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
     if len(means) < 2:
         return None
     judged = t_verdict(rule, [fmean(v) for v in means.values()], level)
-    return None if judged is None else {"hosts": len(means), **judged}
+    return None if judged is None else OverHosts(hosts=len(means), **judged)
 
 
 def section(rule: BarRule, verdict: Mapping[str, Any], effects: Sequence[float],
-            hosts_of: Mapping[int, list[str]], level: float) -> dict[str, Any]:
+            hosts_of: Mapping[int, list[str]], level: float) -> Robustness:
     """bar.json's robustness of one judged rule, on the effects its verdict used."""
     pairs = [p["pair"] for p in verdict["per_pair"]]
     estimate, bounds = rank_interval(effects, level)
-    rank = {"estimate": inference.to_pct(estimate),
+    rank: RankVerdict = {"estimate": inference.to_pct(estimate),
             "interval": [inference.to_pct(b) for b in bounds] if bounds else None,
             "verdict": inference.decide(rule, bounds) if bounds else None}
     drops = leave_one_out(rule, pairs, effects, level)
@@ -114,7 +115,7 @@ def section(rule: BarRule, verdict: Mapping[str, Any], effects: Sequence[float],
             "why": why}
 
 
-def family(rules: Sequence[Mapping[str, Any]], alpha: float) -> dict[str, Any]:
+def family(rules: Sequence[Mapping[str, Any]], alpha: float) -> Family:
     """What the bar's combination of its rules does to its error rates."""
     n = len(rules)
     return {"rules": n, "fail_error_at_most": min(1.0, n * alpha), "pass_error_at_most": alpha,

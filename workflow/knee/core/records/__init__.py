@@ -13,6 +13,7 @@ from knee.core.records.base import Stamped as Stamped
 from knee.core.records.calibration import Calibration, CalibrationRef
 from knee.core.records.covariate import Adjustment, ContrastSection, CovariateSection, CpuSpeed
 from knee.core.records.sampling import ArmPooled, SamplingCheck, SessionRejudged, SessionsAt
+from knee.core.records.verdict import Family, PairEffect, Robustness
 
 
 class BarRule(TypedDict, total=False):
@@ -320,11 +321,11 @@ class RuleVerdict(TypedDict, total=False):
     mde_pct: float | None
     pairs: int
     pairs_needed: int | None
-    per_pair: list[Section]
+    per_pair: list[PairEffect]
     reason: str
     adjustment: Adjustment
     unadjusted: Section
-    robustness: Section
+    robustness: Robustness
 
 
 class BarVerdict(Stamped, total=False):
@@ -348,7 +349,7 @@ class BarVerdict(Stamped, total=False):
     covariate_contrast: ContrastSection
     rules_verdict: str
     hosts: Section
-    family: Section
+    family: Family
 
 
 class Recommendation(Stamped, total=False):

@@ -1,0 +1,72 @@
+"""The parts of a bar rule's verdict (knee.analyze.bar, knee.analyze.robust): each pair's
+effect, the registered adjustment the rules are judged with, the rule judged again by other
+readings of the same effects, and what combining the rules does to the bar's error rates."""
+
+from typing import Required, TypedDict
+
+
+class PairEffect(TypedDict):
+    """One pair's figure in each arm and the candidate's change against the control."""
+
+    pair: int
+    control: float | None
+    candidate: float | None
+    delta_pct: float | None
+
+
+class RegisteredAdjust(TypedDict, total=False):
+    """The adjustment a plan registers, as the bar applies it: each rule's slope and the
+    tolerance of the balance check; withheld (why) where the arm contrast was not shown zero."""
+
+    tolerance_pct: Required[float]
+    slopes: Required[dict[str, float]]
+    withheld: str
+
+
+class TVerdict(TypedDict):
+    """A rule decided on a t interval over some effects."""
+
+    verdict: str
+    estimate: float
+    interval: list[float] | None
+
+
+class Dropped(TVerdict):
+    """The rule without one pair."""
+
+    pair: int
+
+
+class OverHosts(TVerdict):
+    """The rule over the hosts' mean effects."""
+
+    hosts: int
+
+
+class RankVerdict(TypedDict):
+    """The rule on the Hodges-Lehmann estimate and the exact signed-rank interval (no interval
+    or verdict where the pairs are too few)."""
+
+    estimate: float
+    interval: list[float] | None
+    verdict: str | None
+
+
+class Robustness(TypedDict):
+    """One judged rule read again on the same per-pair effects; fragile where any reading
+    decides otherwise, and why."""
+
+    leave_one_out: list[Dropped] | None
+    rank: RankVerdict
+    by_host: OverHosts | None
+    fragile: bool
+    why: list[str]
+
+
+class Family(TypedDict):
+    """The bar's error rates from combining its rules."""
+
+    rules: int
+    fail_error_at_most: float
+    pass_error_at_most: float
+    statement: str
