@@ -27,7 +27,15 @@ from knee.analyze.folder import Sessions
 from knee.analyze.stats import decode_rate, gmean, mean, pct, point_summary
 from knee.analyze.window import held, prom
 from knee.core import metrics
-from knee.core.records import BarRule, Comparison, LoadedSession, Plan, RawFile, SessionRaw
+from knee.core.records import (
+    BarRule,
+    Comparison,
+    LoadedSession,
+    Plan,
+    RawFile,
+    Recommendation,
+    SessionRaw,
+)
 from knee.plan.arms import differences, in_variable, shown_variable
 
 METRICS = metrics.NAMES  # knee.core.metrics declares each
@@ -347,7 +355,7 @@ def follows_speed(rule: BarRule, sessions: Mapping[tuple[int, str], SessionRaw],
 
 
 def compare(plan: Plan, sessions: Sessions,
-            prediction: Mapping[str, Any] | None = None) -> Comparison:
+            prediction: Recommendation | None = None) -> Comparison:
     """sessions[(pair, arm)] = {"boot": ..., "raw": {...}}: comparison.json's record (its
     schema validates it as it is written; the instruments' derived sections among its keys);
     a verification run's registered prediction (its recommendation) gives its prediction."""

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from knee.analyze.recommend import parts
-from knee.core.records import Plan, Section
+from knee.core.records import Plan, Recommendation, Section
 
 
-def section(plan: Plan, comparison: Mapping[str, Any], rec: Mapping[str, Any],
+def section(plan: Plan, comparison: Mapping[str, Any], rec: Recommendation,
             here: float | None) -> Section:
     """comparison.json's prediction: rows (per arm and concurrency: predicted, its interval,
     measured, error_pct), changes (per concurrency: predicted_pct and its interval,

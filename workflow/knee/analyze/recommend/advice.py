@@ -21,10 +21,10 @@ tokens - 1) / (chunks - 1)), TTFT and throughput. From these and the acceptance 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from statistics import median
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 import numpy as np
 
@@ -36,7 +36,13 @@ from knee.analyze.recommend.parts import RESAMPLES, Resamples, load
 from knee.analyze.recommend.speculation import session_k
 from knee.core import layout, rawfiles
 from knee.core.errors import KneeError
-from knee.core.records import Plan, RawFile, RawWindow, SessionRaw
+from knee.core.records import Plan, RawFile, RawWindow, Recommendation, SessionRaw
+from knee.core.records.recommendation import (
+    AcceptanceWindow,
+    Figures,
+    Observation,
+    PointFigures,
+)
 
 MIN_POINTS = 3
 
@@ -45,7 +51,7 @@ class Refused(KneeError):
     """The data cannot support a recommendation; the message says why."""
 
 
-def point_observation(points: list[RawWindow], c: int, output_tokens: int) -> dict[str, Any]:
+def point_observation(points: list[RawWindow], c: int, output_tokens: int) -> PointFigures:
     """One session's figures at concurrency c, over its runs."""
     recs = [r for p in points for r in p["records"]
             if not r["warmup"] and not r.get("error") and len(r["chunk_times"]) > 1]
@@ -93,17 +99,17 @@ def sweep_windows(plan: Plan, root: Path,
     return out
 
 
-def observations(plan: Plan, sweeps: dict[tuple[int, str], SweepSession]) -> list[dict[str, Any]]:
+def observations(plan: Plan, sweeps: dict[tuple[int, str], SweepSession]) -> list[Observation]:
     """One row per (session, concurrency), with the session's pair, arm and k there."""
     name = load()
     cfg = plan["instruments"][name]
     conc = cfg["concurrency"]
-    rows = []
+    rows: list[Observation] = []
     for (pair, arm), s in sweeps.items():
         for c, k in zip(conc, session_k(plan, arm, conc), strict=True):
             pts = [p for p in s["raw"][name]["points"] if p["point"] == c]
-            rows.append({"session": s["id"], "pair": pair, "arm": arm, "c": c, "k": k,
-                         **point_observation(pts, c, cfg["output_tokens"])})
+            rows.append(Observation(session=s["id"], pair=pair, arm=arm, c=c, k=k,
+                                    **point_observation(pts, c, cfg["output_tokens"])))
     return rows
 
 
@@ -115,11 +121,12 @@ def fixed_at(plan: Plan, arm: str, horizon: int) -> bool:
 
 
 def acceptance_windows(plan: Plan, root: Path, horizon: int,
-                       named: Named | None = None) -> list[dict[str, Any]]:
+                       named: Named | None = None) -> list[AcceptanceWindow]:
     """The acceptance counters of every window (probe, sweep) of the arms that draft at the
     horizon at every batch size: a schedule's windows mix horizons under one drafts count. A
     window sampled where the engine does not sample as asked (sampling_withheld) is left out."""
-    out, read = [], reader(named)
+    out: list[AcceptanceWindow] = []
+    read = reader(named)
     for s in realized_sessions(plan, root, named):
         if not fixed_at(plan, s["arm"], horizon):
             continue
@@ -136,13 +143,13 @@ def acceptance_windows(plan: Plan, root: Path, horizon: int,
     return out
 
 
-def pooled_rates(windows: Sequence[Mapping[str, Any]]) -> list[float]:
+def pooled_rates(windows: Sequence[AcceptanceWindow]) -> list[float]:
     drafts = sum(w["drafts"] for w in windows)
     accepted = np.sum([w["accepted_per_pos"] for w in windows], axis=0)
     return speculation.position_rates(drafts, [float(a) for a in accepted])
 
 
-def check_supported(plan: Plan, rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]],
+def check_supported(plan: Plan, rows: list[Observation], windows: Sequence[AcceptanceWindow],
                     horizon: int) -> None:
     ks = sorted({r["k"] for r in rows})
     if horizon == 0:
@@ -171,7 +178,7 @@ class AtConcurrency(TypedDict):
 class Model:
     """Everything fitted from one set of sessions (all of them, or a resample of pairs)."""
 
-    def __init__(self, rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]],
+    def __init__(self, rows: list[Observation], windows: Sequence[AcceptanceWindow],
                  output_tokens: int):
         self.rates = pooled_rates(windows)
         self.horizon = len(self.rates)
@@ -224,7 +231,7 @@ class Model:
         top = max(self.at[c]["tokens"])
         return 1.0 + self.prefix_excess(c, k) * self.gamma(k) / self.gamma(top)
 
-    def predict(self, c: int, k: int) -> dict[str, Any]:
+    def predict(self, c: int, k: int) -> Figures:
         step, tokens = self.step(c, k), self.tokens(c, k)
         at = self.at[c]
         latency = at["ttft_s"] + (self.n - 1) * step / tokens
@@ -232,7 +239,7 @@ class Model:
                 "throughput": at["eta"] * c * self.n / latency}
 
 
-def candidate_ks(rows: list[dict[str, Any]], horizon: int) -> list[int]:
+def candidate_ks(rows: list[Observation], horizon: int) -> list[int]:
     """k = 1..K, and 0 where a speculation-off session was measured."""
     return ([0] if any(r["k"] == 0 for r in rows) else []) + list(range(1, horizon + 1))
 
@@ -241,7 +248,7 @@ def resample_pairs(pairs: list[int], rng: np.random.Generator) -> list[int]:
     return list(rng.choice(pairs, size=len(pairs), replace=True))
 
 
-def bootstrap(rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]], n_tokens: int,
+def bootstrap(rows: list[Observation], windows: Sequence[AcceptanceWindow], n_tokens: int,
               conc: list[int], ks: list[int], seed: int = 0) -> Resamples:
     """Predictions over pair resamples: {(c, k): [throughput...]}, {(c, k): [decode...]}, the
     i-th value of every list from the same resample."""
@@ -264,7 +271,7 @@ def bootstrap(rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]], 
     return {"throughput": thr, "decode_rate": dec}
 
 
-def build(plan: Plan, root: Path, named: Named | None = None) -> dict[str, Any]:
+def build(plan: Plan, root: Path, named: Named | None = None) -> Recommendation:
     """The recommendation (raises Refused with the reason when the data cannot support one),
     from the folder's files (with `named`, only those named)."""
     check_sweep(plan)

@@ -10,7 +10,21 @@ import numpy as np
 
 from knee import instruments
 from knee.analyze.recommend import speculation
-from knee.core.records import Plan
+from knee.core.records import Plan, Recommendation
+from knee.core.records.recommendation import (
+    AcceptanceWindow,
+    BestAt,
+    CeilingRow,
+    Crossover,
+    Figures,
+    MeasuredFit,
+    Observation,
+    PredictedChange,
+    PredictedVsMeasured,
+    Prediction,
+    ThroughputKnee,
+    VerifyGain,
+)
 
 # (concurrency, k) -> each resample's prediction, under "throughput" and "decode_rate"
 Resamples = dict[str, dict[tuple[int, int], list[float]]]
@@ -25,7 +39,7 @@ class Fitted(Protocol):
 
     def tokens(self, c: int, k: int) -> float: ...
 
-    def predict(self, c: int, k: int) -> dict[str, Any]: ...
+    def predict(self, c: int, k: int) -> Figures: ...
 
 RESAMPLES = 1000
 CONFIDENCE = 0.95
@@ -77,21 +91,22 @@ def gmean(values: list[float]) -> float:
 
 
 def predictions(model: Fitted, conc: list[int], ks: list[int], boot: Resamples,
-                allowed: list[int]) -> list[dict[str, Any]]:
-    out = []
+                allowed: list[int]) -> list[Prediction]:
+    out: list[Prediction] = []
     for c in conc:
         for k in ks:
             p = model.predict(c, k)
-            out.append({"concurrency": c, "k": k, **p, "extrapolated": k not in allowed,
-                        "throughput_interval": interval(boot["throughput"][(c, k)]),
-                        "decode_rate_interval": interval(boot["decode_rate"][(c, k)])})
+            out.append(Prediction(
+                concurrency=c, k=k, **p, extrapolated=k not in allowed,
+                throughput_interval=interval(boot["throughput"][(c, k)]),
+                decode_rate_interval=interval(boot["decode_rate"][(c, k)])))
     return out
 
 
-def measured_fit(plan: Plan, rows: list[dict[str, Any]], model: Fitted) -> list[dict[str, Any]]:
+def measured_fit(plan: Plan, rows: list[Observation], model: Fitted) -> list[MeasuredFit]:
     """Each arm's measured throughput per concurrency (geometric mean over its boots) against
     the model's prediction at the arm's k there."""
-    out = []
+    out: list[MeasuredFit] = []
     for arm in plan["arms"]:
         for c in sorted({r["c"] for r in rows}):
             here = [r for r in rows if r["arm"] == arm and r["c"] == c]
@@ -105,7 +120,7 @@ def measured_fit(plan: Plan, rows: list[dict[str, Any]], model: Fitted) -> list[
     return out
 
 
-def crossover(conc: list[int], best: list[int], k_min: int) -> dict[str, Any]:
+def crossover(conc: list[int], best: list[int], k_min: int) -> Crossover:
     """The first measured concurrency from which the smallest k wins at every larger one."""
     j = len(conc)
     while j > 0 and best[j - 1] == k_min:
@@ -118,20 +133,19 @@ def crossover(conc: list[int], best: list[int], k_min: int) -> dict[str, Any]:
             "reason": None if j else f"k={k_min} wins at every measured concurrency"}
 
 
-def throughput_knees(plan: Plan, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    out = {}
+def throughput_knees(plan: Plan, rows: list[Observation]) -> dict[str, ThroughputKnee]:
+    out: dict[str, ThroughputKnee] = {}
     for arm in plan["arms"]:
         conc = sorted({r["c"] for r in rows})
         thr = [gmean([r["throughput"] for r in rows if r["arm"] == arm and r["c"] == c])
                for c in conc]
-        out[arm] = {"concurrency": conc, "throughput": thr,
-                    **speculation.throughput_knee(conc, thr)}
+        out[arm] = speculation.throughput_knee(conc, thr)
     return out
 
 
-def ceiling(model: Fitted, c: int, ks: list[int]) -> list[dict[str, Any]]:
+def ceiling(model: Fitted, c: int, ks: list[int]) -> list[CeilingRow]:
     """The second reference write-up's ceiling model per k, at the lowest concurrency."""
-    out = []
+    out: list[CeilingRow] = []
     for k in ks:
         step = model.step(c, k)
         out.append({"k": k, "concurrency": c, "step_s": step,
@@ -142,10 +156,10 @@ def ceiling(model: Fitted, c: int, ks: list[int]) -> list[dict[str, Any]]:
 
 
 def verify_gains(conc: list[int], sched_k: list[int], fixed_k: int, model: Fitted,
-                 boot: Resamples) -> list[dict[str, Any]]:
+                 boot: Resamples) -> list[VerifyGain]:
     """Predicted throughput change of the schedule against the best fixed k at each c, with
     its interval over the same resamples (each resample's two predictions are paired)."""
-    out = []
+    out: list[VerifyGain] = []
     for c, k in zip(conc, sched_k, strict=True):
         a, b = boot["throughput"][(c, fixed_k)], boot["throughput"][(c, k)]
         ratios = [100 * (y / x - 1) for x, y in zip(a, b, strict=True)]
@@ -156,7 +170,7 @@ def verify_gains(conc: list[int], sched_k: list[int], fixed_k: int, model: Fitte
     return out
 
 
-def allowed_ks(rows: list[dict[str, Any]], horizon: int) -> list[int]:
+def allowed_ks(rows: list[Observation], horizon: int) -> list[int]:
     """The k a schedule may choose: those between the shortest and the longest horizon measured
     (and 0 where speculation off was measured); predictions beyond them are extrapolations."""
     spec = sorted({r["k"] for r in rows if r["k"] > 0})
@@ -164,12 +178,12 @@ def allowed_ks(rows: list[dict[str, Any]], horizon: int) -> list[int]:
 
 
 def choose(conc: list[int], allowed: list[int], by: Mapping[tuple[int, int], float],
-           boot: Resamples) -> tuple[int, list[dict[str, Any]]]:
+           boot: Resamples) -> tuple[int, list[BestAt]]:
     """The best fixed k (highest geometric-mean prediction over the concurrencies) and, per
     concurrency, the best k; a concurrency keeps the fixed k unless the best one's predicted
     gain over it has an interval above zero."""
     fixed = max(allowed, key=lambda k: gmean([by[(c, k)] for c in conc]))
-    out = []
+    out: list[BestAt] = []
     for c in conc:
         best = speculation.best_k({k: by[(c, k)] for k in allowed})
         draws = len(boot["throughput"][(c, fixed)])
@@ -187,8 +201,8 @@ def choose(conc: list[int], allowed: list[int], by: Mapping[tuple[int, int], flo
     return fixed, out
 
 
-def assemble(plan: Plan, rows: list[dict[str, Any]], windows: Sequence[Mapping[str, Any]],
-             model: Fitted, ks: list[int], boot: Resamples) -> dict[str, Any]:
+def assemble(plan: Plan, rows: list[Observation], windows: Sequence[AcceptanceWindow],
+             model: Fitted, ks: list[int], boot: Resamples) -> Recommendation:
     conc = plan["instruments"][load()]["concurrency"]
     allowed = allowed_ks(rows, model.horizon)
     preds = predictions(model, conc, ks, boot, allowed)
@@ -231,13 +245,13 @@ def assemble(plan: Plan, rows: list[dict[str, Any]], windows: Sequence[Mapping[s
     }
 
 
-def refused(plan: Plan, reason: str) -> dict[str, Any]:
+def refused(plan: Plan, reason: str) -> Recommendation:
     return {"experiment": plan["name"], "status": "refused", "reason": reason,
             "method": METHOD, "knee_method": THROUGHPUT_KNEE_METHOD}
 
 
-def predicted_vs_measured(rec: Mapping[str, Any], plan: Plan,
-                          comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
+def predicted_vs_measured(rec: Recommendation, plan: Plan,
+                          comparison: Mapping[str, Any]) -> list[PredictedVsMeasured]:
     """A verification run's sweep throughput per arm and concurrency (geometric mean over its
     pairs) against the recommendation's prediction at the arm's k there, with the error."""
     by = {(p["concurrency"], p["k"]): p for p in rec["predictions"]}
@@ -245,7 +259,7 @@ def predicted_vs_measured(rec: Mapping[str, Any], plan: Plan,
     conc = plan["instruments"][name]["concurrency"]
     rows = [r for r in comparison["rows"] if r["instrument"] == name
             and r["metric"] == "throughput" and isinstance(r.get("pair"), int)]
-    out = []
+    out: list[PredictedVsMeasured] = []
     for arm in plan["arms"]:
         for c, k in zip(conc, speculation.session_k(plan, arm, conc), strict=True):
             vals = [r[arm] for r in rows if r["point"] == c and r.get(arm)]
@@ -259,8 +273,8 @@ def predicted_vs_measured(rec: Mapping[str, Any], plan: Plan,
     return out
 
 
-def predicted_changes(rec: Mapping[str, Any], plan: Plan,
-                      comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
+def predicted_changes(rec: Recommendation, plan: Plan,
+                      comparison: Mapping[str, Any]) -> list[PredictedChange]:
     """A verification run's candidate-against-control throughput change per concurrency: the
     change the recommendation predicted (its interval over the measured run's pair resamples)
     against the change measured across the verification's pairs (its interval over them). A
@@ -271,7 +285,7 @@ def predicted_changes(rec: Mapping[str, Any], plan: Plan,
     name = load()
     conc = plan["instruments"][name]["concurrency"]
     ks = {arm: speculation.session_k(plan, arm, conc) for arm in ("control", "candidate")}
-    out = []
+    out: list[PredictedChange] = []
     for i, c in enumerate(conc):
         kc, kx = ks["control"][i], ks["candidate"][i]
         row = next((r for r in comparison["rows"] if r["instrument"] == name

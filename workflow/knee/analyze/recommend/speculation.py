@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from knee.core.errors import KneeError
 from knee.core.records import Plan
+from knee.core.records.recommendation import ThroughputKnee
 
 # the columns of the step-time model: step(c, k) = b0 + b1 c + b2 k + b3 c k
 STEP_TERMS = ("1", "c", "k", "c*k")
@@ -184,15 +184,17 @@ def hinge_fit(x: list[float], y: list[float], at: float) -> tuple[list[float], f
     return coef, sse(coef, m, y)
 
 
-def throughput_knee(conc: list[float], thr: list[float], grid: int = 200) -> dict[str, Any]:
+def throughput_knee(conc: list[int], thr: list[float], grid: int = 200) -> ThroughputKnee:
     """The concurrency past which throughput stops rising: a continuous two-segment fit, its
     break searched between the second and the second-to-last point (each segment keeps two
     points). Accepted only when the slope after the break is at most KNEE_SLOPE_RATIO of the
     slope before and two segments leave at most KNEE_SSE_RATIO of one line's squared error;
-    otherwise no knee in the measured range, with the reason."""
+    otherwise no knee in the measured range, with the reason; with the throughput per
+    concurrency it was fitted to."""
     x, y = [float(v) for v in conc], [float(v) for v in thr]
     if len(x) < 4:
-        return {"knee": None, "reason": f"{len(x)} concurrency points: a two-segment fit needs 4"}
+        return {"concurrency": conc, "throughput": thr, "knee": None,
+                "reason": f"{len(x)} concurrency points: a two-segment fit needs 4"}
     rows = [[1.0, v] for v in x]
     sse_line = sse(least_squares(rows, y), rows, y)
     best, step = None, (x[-2] - x[1]) / (grid - 1)
@@ -204,8 +206,9 @@ def throughput_knee(conc: list[float], thr: list[float], grid: int = 200) -> dic
     assert best is not None  # grid > 0
     at, coef, err = best
     before, after = coef[1], coef[1] + coef[2]
-    out: dict[str, Any] = {"knee": None, "break": at, "slope_before": before, "slope_after": after,
-           "sse_ratio": err / sse_line if sse_line > 0 else 0.0}
+    out: ThroughputKnee = {"concurrency": conc, "throughput": thr, "knee": None, "reason": None,
+                           "break": at, "slope_before": before, "slope_after": after,
+                           "sse_ratio": err / sse_line if sse_line > 0 else 0.0}
     if before <= 0:
         out["reason"] = "throughput does not rise before the break"
     elif after > KNEE_SLOPE_RATIO * before:

@@ -12,6 +12,20 @@ from knee.core.records.base import Section as Section
 from knee.core.records.base import Stamped as Stamped
 from knee.core.records.calibration import Calibration, CalibrationRef
 from knee.core.records.covariate import Adjustment, ContrastSection, CovariateSection, CpuSpeed
+from knee.core.records.recommendation import (
+    AcceptanceFit,
+    BestAt,
+    CeilingRow,
+    Crossover,
+    FitError,
+    MeasuredFit,
+    Prediction,
+    ResampleInterval,
+    SpeculativeConfig,
+    StepModelFit,
+    ThroughputKnee,
+    VerifyGain,
+)
 from knee.core.records.sampling import ArmPooled, SamplingCheck, SessionRejudged, SessionsAt
 from knee.core.records.verdict import Family, PairEffect, Robustness
 
@@ -357,27 +371,27 @@ class Recommendation(Stamped, total=False):
 
     experiment: Required[str]
     status: Required[str]
-    reason: Required[str]
+    reason: Required[str | None]
     method: Required[str]
     knee_method: Required[str]
-    sweep_cpu_speed: Any
-    interval: Any
-    acceptance: Any
-    step_model: Any
+    sweep_cpu_speed: float
+    interval: ResampleInterval
+    acceptance: AcceptanceFit
+    step_model: StepModelFit
     allowed_ks: list[int]
     ks: list[int]
     concurrency: list[int]
-    predictions: Any
-    measured: Any
-    throughput_fit_error_pct: Any
-    best: Any
-    schedule: Any
-    best_fixed_k: Any
-    speculative_config: Any
-    crossover: Any
-    knees: Any
-    ceiling: Any
-    verify: Any
+    predictions: list[Prediction]
+    measured: list[MeasuredFit]
+    throughput_fit_error_pct: FitError
+    best: list[BestAt]
+    schedule: list[list[int]]
+    best_fixed_k: int
+    speculative_config: SpeculativeConfig
+    crossover: Crossover
+    knees: dict[str, ThroughputKnee]
+    ceiling: list[CeilingRow]
+    verify: list[VerifyGain]
 
 
 # the kind of file (its schema's name) each record is

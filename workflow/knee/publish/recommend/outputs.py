@@ -16,7 +16,7 @@ from knee.analyze.folder import Named
 from knee.analyze.recommend import advice, parts
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import Config, Plan, Section
+from knee.core.records import Config, Plan, Recommendation, Section
 from knee.plan import configfile
 
 SCHEDULE_KEY = "speculative_config.num_speculative_tokens_per_batch_size"
@@ -37,7 +37,7 @@ def config_of(root: Path) -> list[Path]:
     return [Path(p) for p in jsonio.read(Path(root) / layout.PLAN)["config_file"].split(" + ")]
 
 
-def make(plan: Plan, root: Path, named: Named | None = None) -> Section:
+def make(plan: Plan, root: Path, named: Named | None = None) -> Recommendation:
     """The recommendation, or the refusal with its reason."""
     try:
         return advice.build(plan, root, named)
