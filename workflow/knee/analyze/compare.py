@@ -24,16 +24,19 @@ from knee.analyze import (
 )
 from knee.analyze.adjust import covariate
 from knee.analyze.folder import Sessions
-from knee.analyze.stats import decode_rate, gmean, mean, pct, point_summary
+from knee.analyze.stats import decode_rate, fmean, gmean, mean, pct, point_summary
 from knee.analyze.window import held, prom
 from knee.core import metrics
 from knee.core.records import (
     BarRule,
     Comparison,
+    ComparisonRow,
     LoadedSession,
     Plan,
+    Point,
     RawFile,
     Recommendation,
+    RowInterval,
     SessionRaw,
 )
 from knee.plan.arms import differences, in_variable, shown_variable
@@ -86,17 +89,21 @@ def validate_pair(pair: int, control: LoadedSession, candidate: LoadedSession,
     return checked, bad
 
 
+# a point's figures: each metric's value (None where the window gives none), and errors
+Figures = dict[str, float | None]
+
+
 def arm_figures(raw: RawFile,
-                withheld: Mapping[float | str, str] | None = None) -> dict[object, dict[str, Any]]:
+                withheld: Mapping[float | str, str] | None = None) -> dict[Point, Figures]:
     """Per point: the mean over runs of each run's figures, plus a fixture-wide 'all'; a point
     sampled where an engine of the experiment does not sample as asked has none
     (knee.analyze.sampling.withheld)."""
-    by_point: dict[object, list[dict[str, Any]]] = {}
+    by_point: dict[Point, list[dict[str, Any]]] = {}
     points = [p for p in raw["points"] if not sampling.point_reason(withheld or {}, p)]
     raw = {**raw, "points": points}
     for p in raw["points"]:
         by_point.setdefault(p["point"], []).append(point_summary(p))
-    out = {}
+    out: dict[Point, Figures] = {}
     for point, runs in by_point.items():
         out[point] = {m: mean([r[m] for r in runs]) for m in METRICS}
         out[point]["errors"] = sum(r["errors"] for r in runs)
@@ -119,7 +126,7 @@ def delta_pct(control: float | None, candidate: float | None) -> float | None:
 
 
 # (instrument, point, metric): one figure of a window
-FigureKey = tuple[str, object, str]
+FigureKey = tuple[str, Point, str]
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,7 @@ class Cell:
     """One figure of the comparison: an instrument's point and metric, each pair's (control,
     candidate) figures, and the arms' means over those pairs."""
     instrument: str
-    point: object
+    point: Point
     metric: str
     per_pair: list[tuple[float | None, float | None]]
     control: float | None
@@ -159,7 +166,7 @@ def cells(pairs: list[tuple[LoadedSession, LoadedSession]],
 
 def rows_for_pair(pair: int, control: LoadedSession, candidate: LoadedSession,
                   drift: Mapping[FigureKey, float | None], seed: int,
-                  confidence: float, pooled: Mapping[float | str, str]) -> list[dict[str, Any]]:
+                  confidence: float, pooled: Mapping[float | str, str]) -> list[ComparisonRow]:
     rows = []
     spread = {(inst, m): (noise.run_spread(control["raw"][inst], m),
                           noise.run_spread(candidate["raw"][inst], m))
@@ -180,7 +187,7 @@ def rows_for_pair(pair: int, control: LoadedSession, candidate: LoadedSession,
 
 
 def row(c: Cell, pair: int | str, spreads: list[float | None], delta: float | None,
-        interval: dict[str, Any]) -> dict[str, Any]:
+        interval: RowInterval) -> ComparisonRow:
     """A comparison row: one pair's (or, pair "all", every pair's) effect on one figure."""
     measured = [s for s in spreads if s is not None]
     floor = max(measured) if measured else None
@@ -205,14 +212,14 @@ def control_drift(controls: list[LoadedSession]) -> dict[FigureKey, float | None
 
 def across_pairs(pairs: list[tuple[LoadedSession, LoadedSession]],
                  drift: Mapping[FigureKey, float | None],
-                 confidence: float, pooled: Mapping[float | str, str]) -> list[dict[str, Any]]:
+                 confidence: float, pooled: Mapping[float | str, str]) -> list[ComparisonRow]:
     """One row per instrument, point and metric: the effect over boot pairs with its t
     interval (knee.analyze.inference), the arms' mean figures beside it for reading."""
     rows = []
     for c in cells(pairs, pooled):
         ratios = [inference.log_ratio(x, y) for x, y in c.per_pair]
         eff = inference.effect(ratios)
-        interval = {"interval": eff and eff.interval_pct(confidence),
+        interval: RowInterval = {"interval": eff.interval_pct(confidence) if eff else None,
                     "interval_level": inference.PAIRS, "confidence": confidence,
                     "pairs": eff.n if eff else 0,
                     "per_pair_delta_pct": [x if x is None else inference.to_pct(x)
@@ -347,7 +354,7 @@ def follows_speed(rule: BarRule, sessions: Mapping[tuple[int, str], SessionRaw],
                 if figure:
                     got.append((speeds[key], figure))
         xs += [x for x, _ in got]
-        ys += [y / mean([v for _, v in got]) for _, y in got]
+        ys += [y / fmean([v for _, v in got]) for _, y in got]
     if len(xs) < 4 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
     return {"rule": rule["name"], "boots": len(xs),

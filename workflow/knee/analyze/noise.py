@@ -10,7 +10,7 @@ from typing import Any
 
 from knee.analyze.inference import REQUESTS
 from knee.analyze.stats import fmean, point_summary
-from knee.core.records import RawFile
+from knee.core.records import Point, RawFile, RowInterval
 
 SPEED_METHOD = ("the engine CPU's speed during a window is the median of samples taken every "
                 "0.25 s while it ran: a fixed piece of work (20000 additions) on that CPU, timed "
@@ -27,9 +27,9 @@ def spread_pct(values: list[float | None]) -> float | None:
     return 100.0 * (max(vals) - min(vals)) / mean if mean else None
 
 
-def run_spread(raw: RawFile, metric: str) -> dict[Any, float | None]:
+def run_spread(raw: RawFile, metric: str) -> dict[Point, float | None]:
     """Per point: spread of one session's runs of that point."""
-    by_point: dict[str, Any] = {}
+    by_point: dict[Point, list[float | None]] = {}
     for p in raw["points"]:
         by_point.setdefault(p["point"], []).append(point_summary(p)[metric])
     return {point: spread_pct(vals) for point, vals in by_point.items()}
@@ -40,7 +40,7 @@ def requests_of(raw: RawFile, point: object) -> list[dict[str, Any]]:
             for r in p["records"] if not r["warmup"] and not r.get("error")]
 
 
-def noise_label(delta: float | None, noise: float | None, interval: dict[str, Any]) -> str:
+def noise_label(delta: float | None, noise: float | None, interval: RowInterval) -> str:
     """Words for a delta next to its interval, naming what the interval resampled."""
     if delta is None:
         return "no delta"

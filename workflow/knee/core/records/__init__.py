@@ -146,7 +146,7 @@ class StopReceipt(Stamped, total=False):
 class RawWindow(TypedDict, total=False):
     """One window of load in a raw file: its point, its requests' records, the scrapes."""
 
-    point: Required[Any]
+    point: Required[Point]
     run: Required[int]
     profile: Required[Section]
     records: Required[list[Section]]
@@ -197,27 +197,38 @@ class WindowMetrics(Stamped, total=False):
     flags: Required[list[str]]
     server_latency: Required[Section]
     client_latency: Required[Section]
-    speculation: Required[Section]
-    acceptance_rate: Any
-    mean_acceptance_length: Any
-    per_position_rate: Any
-    knee_position: Any
-    knee_threshold: Any
-    k: Any
-    ceiling_decode_rate: Any
-    modelled_decode_rate: Any
-    tokens_per_step: Any
-    step_time_s: Any
-    step_time_source: Any
-    client_output_tokens: Any
-    prompt_tokens: Any
-    scrapes: Any
-    temperatures: Any
-    sampling_withheld: Any
-    spec_decode_num_accepted_tokens: Any
-    spec_decode_num_accepted_tokens_per_pos: Any
-    spec_decode_num_draft_tokens: Any
-    spec_decode_num_drafts: Any
+    speculation: Required[str]  # on or off
+    acceptance_rate: float | None
+    mean_acceptance_length: float | None
+    per_position_rate: list[float | None]
+    knee_position: int | None
+    knee_threshold: float
+    k: int
+    ceiling_decode_rate: float | None
+    modelled_decode_rate: float | None
+    tokens_per_step: float | None
+    step_time_s: float | None
+    step_time_source: str
+    client_output_tokens: int
+    prompt_tokens: float
+    scrapes: list[str]
+    temperatures: list[Section]
+    sampling_withheld: str
+    spec_decode_num_accepted_tokens: float
+    spec_decode_num_accepted_tokens_per_pos: list[float]
+    spec_decode_num_draft_tokens: float
+    spec_decode_num_drafts: float
+
+
+class RowInterval(TypedDict, total=False):
+    """A comparison row's interval: over the requests of one pair, or over the pairs (with
+    their count and each pair's effect)."""
+
+    interval: Required[list[float] | None]
+    interval_level: Required[str]  # boot pairs, or requests within one boot pair
+    confidence: Required[float]
+    pairs: int
+    per_pair_delta_pct: list[float | None]
 
 
 class ComparisonRow(TypedDict, total=False):
@@ -226,16 +237,16 @@ class ComparisonRow(TypedDict, total=False):
 
     instrument: Required[str]
     metric: Required[str]
-    point: Required[Any]
+    point: Required[Point]
     control: Required[float | None]
     candidate: Required[float | None]
     delta_pct: Required[float | None]
-    interval: Required[list[float | None] | None]
-    interval_level: Required[float | None]
-    confidence: Required[str]
-    noise: Required[Any]
+    interval: Required[list[float] | None]
+    interval_level: Required[str]  # boot pairs, or requests within one boot pair
+    confidence: Required[float]
+    noise: Required[str]
     noise_pct: Required[float | None]
-    pair: Required[Any]
+    pair: Required[int | str]  # a pair, or "all": across the pairs
     pairs: int
     per_pair_delta_pct: list[float | None]
 
@@ -259,7 +270,7 @@ class LatencyRow(TypedDict):
     inter-token latency at p50, p90 and p99, in seconds (knee.analyze.latency)."""
 
     instrument: str
-    point: Any
+    point: Point
     arm: str
     requests: int
     ttft_s_p50: float | None
@@ -325,7 +336,7 @@ class RuleVerdict(TypedDict, total=False):
     rule: Required[str]
     instrument: Required[str]
     metric: Required[str]
-    point: Required[Any]
+    point: Required[Point]
     verdict: Required[str]
     test: Required[str]
     estimate: float | None
