@@ -13,6 +13,7 @@ from knee.core.records import (
     BootReceipt,
     LoadedSession,
     Plan,
+    PlannedSession,
     RawFile,
     RawWindow,
     Recommendation,
@@ -102,7 +103,7 @@ def realized_pairs(plan: Plan, root: Path, named: Named | None = None) -> int:
     return pairs
 
 
-def sessions_upto(plan: Plan, n: int) -> list[dict[str, Any]]:
+def sessions_upto(plan: Plan, n: int) -> list[PlannedSession]:
     """The planned sessions of the first n pairs, in protocol order, each id checked to be its
     pair and arm (knee makes the session's file names of it) before any file is named."""
     for i, s in enumerate(plan["protocol"]["sessions"]):
@@ -112,7 +113,8 @@ def sessions_upto(plan: Plan, n: int) -> list[dict[str, Any]]:
     return [s for s in plan["protocol"]["sessions"] if s["pair"] <= n]
 
 
-def realized_sessions(plan: Plan, root: Path, named: Named | None = None) -> list[dict[str, Any]]:
+def realized_sessions(plan: Plan, root: Path,
+                      named: Named | None = None) -> list[PlannedSession]:
     """The planned sessions that belong to pairs that ran, in protocol order."""
     return sessions_upto(plan, realized_pairs(plan, root, named))
 

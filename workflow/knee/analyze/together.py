@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from knee.analyze.folder import Sessions
-from knee.core.records import Plan
+from knee.core.records import Plan, PlannedSession
 from knee.plan import together as ptogether
 
 METHOD = ("Simultaneous order: both arms of a pair boot at once on their own CPU and GPU sets "
@@ -60,7 +60,7 @@ def span_agreement(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
             "overlap": round(max(0.0, both) / longer, 4) if longer > 0 else 1.0}
 
 
-def paired_windows(planned: dict[str, dict[str, Any]], sessions: Sessions) -> Iterator[
+def paired_windows(planned: dict[str, PlannedSession], sessions: Sessions) -> Iterator[
         tuple[int, str, dict[str, int], dict[str, Any], dict[str, Any]]]:
     """(pair, window, sets, the control's and the candidate's `together` records) of every
     window both arms of a pair recorded."""
@@ -76,7 +76,7 @@ def paired_windows(planned: dict[str, dict[str, Any]], sessions: Sessions) -> It
                 yield pair, name, sets, mine, theirs
 
 
-def interleaved(plan: Plan, planned: dict[str, dict[str, Any]],
+def interleaved(plan: Plan, planned: dict[str, PlannedSession],
                 sessions: Sessions) -> dict[str, Any]:
     seed, windows = plan["protocol"]["seed"], []
     for pair, name, sets, mine, theirs in paired_windows(planned, sessions):

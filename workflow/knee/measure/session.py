@@ -27,7 +27,7 @@ from knee import instruments
 from knee.analyze import resolved
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
-from knee.core.records import Plan, Section
+from knee.core.records import Plan, PlannedSession, Section
 from knee.instruments import instrument_names
 from knee.measure import cache, preboot, progress, receipts, samplecheck, together
 from knee.measure.host import facts as hostfacts
@@ -49,7 +49,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def session_info(plan: Plan, sid: str) -> Section:
+def session_info(plan: Plan, sid: str) -> PlannedSession:
     for s in plan["protocol"]["sessions"]:
         if s["id"] == sid:
             return s
@@ -63,7 +63,7 @@ class Session:
     plan: Plan
     sid: str
     root: Path
-    info: Section = field(init=False)
+    info: PlannedSession = field(init=False)
     arm: Section = field(init=False)
     runtime: Section = field(init=False)  # its runtime section (simultaneous: its set)
     staging: Path = field(init=False)

@@ -25,7 +25,7 @@ from typing import Any
 
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import Plan, Section
+from knee.core.records import Plan, PlannedSession, Section
 from knee.plan import together as ptogether
 
 LEAD_S = 0.25  # from the later session's ready to the start: both are sleeping by then
@@ -98,7 +98,7 @@ def partner_ready(path: Path, info: Mapping[str, Any]) -> float:
     return when
 
 
-def pair_sessions(plan: Plan, pair: int) -> list[Section]:
+def pair_sessions(plan: Plan, pair: int) -> list[PlannedSession]:
     found = [s for s in plan["protocol"]["sessions"] if s["pair"] == pair]
     if len(found) != 2 or not all("together" in s for s in found):
         raise KneeError(f"plan.json: pair {pair} is not a pair of simultaneous sessions "

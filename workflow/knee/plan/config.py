@@ -14,7 +14,7 @@ from knee import instruments
 from knee.core import datasets, jsonio, layout, metrics, rulekinds
 from knee.core.errors import KneeError
 from knee.core.jsonio import check
-from knee.core.records import Config, Plan, Section
+from knee.core.records import Config, Plan, PlannedSession, Section
 from knee.core.records.calibration import CalibrationRef
 from knee.plan import adjust, configfile, models, places, runtimes, secrets, stopping, together
 from knee.plan.arms import (
@@ -370,7 +370,8 @@ def write_plan(path: Path | str, plan: Plan) -> None:
     jsonio.write(path, "plan", plan)
 
 
-def bar_sha256(bar: Section, planned: list[Section], pairs: int | Section | None = None) -> str:
+def bar_sha256(bar: Section, planned: list[PlannedSession],
+               pairs: int | Section | None = None) -> str:
     """What is registered before the first boot: the bar (its rules and alpha), the realized
     session order and, when the run stops by precision, the stopping rule."""
     registered = {"bar": bar, "order": [s["id"] for s in planned]}

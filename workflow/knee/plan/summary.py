@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from knee import instruments
 from knee.core import rulekinds
-from knee.core.records import Plan, Section
+from knee.core.records import Plan, PlannedSession
 from knee.plan import stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 
@@ -41,12 +41,12 @@ def instrument_lines(plan: Plan) -> list[str]:
             if (summary := instruments.get(name).summary) is not None]
 
 
-def session_order(sessions: list[Section]) -> str:
+def session_order(sessions: list[PlannedSession]) -> str:
     """The boot order; in simultaneous order each pair's two sessions at once, with the CPUs
     and GPUs of each."""
     if not all("together" in s for s in sessions):
         return " -> ".join(s["id"] for s in sessions)
-    def where(s: Section) -> str:
+    def where(s: PlannedSession) -> str:
         placed = [f"CPUs {s['cpus']}"] if "cpus" in s else []
         placed += [f"GPUs {s['gpus']}"] if "gpus" in s else []
         return str(s["id"]) + (f" ({', '.join(placed)})" if placed else "")

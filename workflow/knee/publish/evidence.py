@@ -16,7 +16,7 @@ from typing import Any
 
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
-from knee.core.records import BootReceipt, Plan, Section
+from knee.core.records import BootReceipt, Plan, PlannedSession, Section
 from knee.plan import arms, config, configfile, runtimes, secrets
 
 # process_start_time_seconds has 0.1 s resolution and started_at whole seconds
@@ -117,7 +117,7 @@ def argv_settings(argv: list[str]) -> dict[str, str | bool]:
     return flags
 
 
-def booted_as_planned(plan: Plan, sessions: list[Section],
+def booted_as_planned(plan: Plan, sessions: list[PlannedSession],
                       boots: Mapping[str, BootReceipt]) -> list[str]:
     """Each boot receipt names its own session, pair and arm, and records the plan's server
     settings for that arm, in its resolved settings and in the argv it booted."""
@@ -125,11 +125,10 @@ def booted_as_planned(plan: Plan, sessions: list[Section],
     for s in sessions:
         sid, boot = s["id"], boots[s["id"]]
         where = layout.receipt(sid, "boot")
-        for key in ("session", "pair", "arm"):
-            want = sid if key == "session" else s[key]
-            if boot.get(key) != want:
-                problems.append(f"{where}: {key} {boot.get(key)!r} != {want!r}, the plan's for "
-                                "this session")
+        for key, planned in (("session", sid), ("pair", s["pair"]), ("arm", s["arm"])):
+            if boot.get(key) != planned:
+                problems.append(f"{where}: {key} {boot.get(key)!r} != {planned!r}, the plan's "
+                                "for this session")
         arm = plan["arms"][s["arm"]]
         if not runtimes.of(plan).boots:
             continue  # knee booted nothing: the server's settings are the operator's

@@ -52,13 +52,28 @@ class PlanBar(TypedDict, total=False):
     max_divergent_share: float  # above it, paired requests whose tokens differ confound
 
 
+class PlannedSession(TypedDict, total=False):
+    """A session as the plan orders it: its id (PAIR-ARM), pair, arm and the session it boots
+    after; in simultaneous or interleaved order its partner, its set and its CPUs (and, in
+    simultaneous order, its GPUs)."""
+
+    id: Required[str]
+    pair: Required[int]
+    arm: Required[str]
+    after: Required[str | None]
+    together: str
+    set: int
+    cpus: list[int]
+    gpus: list[int]
+
+
 class PlanProtocol(TypedDict, total=False):
     """The realized protocol: the sessions in boot order, written before the first boot."""
 
     pairs: Required[int | Section]
     order: Required[str | list[str]]
     seed: Required[int]
-    sessions: Required[list[Section]]
+    sessions: Required[list[PlannedSession]]
     stopping: str
 
 
