@@ -37,7 +37,7 @@ MAX_RUNS = 6
 LEVEL = 0.9  # the one-sided confidence of the noise's upper bound a protocol is planned from
 
 
-class Protocol(TypedDict):
+class PricedProtocol(TypedDict):
     """A protocol the planner prices: its pairs, its runs a sweep point, its GPU minutes and
     each rule's predicted MDE (a range: predicted_range)."""
 
@@ -53,9 +53,9 @@ class Planned(TypedDict):
     target_mde_pct: float
     alpha: float
     requests_per_stream: int | None
-    adjusted: Protocol | None
-    unadjusted: Protocol | None
-    config: Protocol
+    adjusted: PricedProtocol | None
+    unadjusted: PricedProtocol | None
+    config: PricedProtocol
     notes: list[str]
 
 
@@ -122,12 +122,12 @@ def gpu_minutes(costs: Costs, pairs: int, runs: int) -> float:
 
 
 def cheapest(document: Calibration, rules: list[BarRule], alpha: float,
-             target_pct: float, adjusted: bool = True) -> Protocol | None:
+             target_pct: float, adjusted: bool = True) -> PricedProtocol | None:
     """The protocol (pairs, runs) of least GPU time whose every rule's MDE, at the noise's
     upper confidence bound, is at most the target; None where none up to MAX_PAIRS pairs and
     MAX_RUNS runs is. Each rule's MDE is given as a range (predicted_range)."""
     figures = {r["name"]: figure_of(document, r) for r in rules}
-    best: Protocol | None = None
+    best: PricedProtocol | None = None
     for runs in range(1, MAX_RUNS + 1):
         for pairs in range(2, MAX_PAIRS + 1):
             mdes = {n: predicted_range(f, pairs, runs, alpha, adjusted)
@@ -168,7 +168,7 @@ def plan_protocol(document: Calibration, config: Config, target_pct: float) -> P
             "notes": notes}
 
 
-def protocol_block(best: Protocol) -> str:
+def protocol_block(best: PricedProtocol) -> str:
     """The YAML to paste into the config for a planned protocol."""
     return (f"protocol:\n  pairs: {best['pairs']}\ninstruments:\n"
             f"  {instruments.role(instruments.LOAD)}:\n    runs: {best['runs']}\n")
@@ -176,7 +176,7 @@ def protocol_block(best: Protocol) -> str:
 
 def report(out: Planned) -> str:
     """The planner's answer as text: each protocol, its GPU minutes and each rule's MDE."""
-    def line(name: str, p: Protocol | None) -> str:
+    def line(name: str, p: PricedProtocol | None) -> str:
         if p is None:
             return (f"{name}: no protocol up to {MAX_PAIRS} pairs and {MAX_RUNS} runs reaches "
                     f"an MDE of {out['target_mde_pct']}% on every rule")
