@@ -185,7 +185,9 @@ def test_reduced_experiment_end_to_end(tmp_path, default_config, results_dir, en
     assert all(p["cpu_speed"][engine_cpu]["samples"] >= 1 for p in runs)
     series = host["cpu_speed_series"]
     assert len(series["speed"][engine_cpu]) == len(series["t_ms"]) >= 4
-    assert sum(p["cpu_share"] for p in host["engine_processes"]) > 0.5  # the engine was busy
+    # the engine was busy: its processes' CPU time over the window, well above an idle
+    # engine's; not a fixed half of a CPU, which other work on a shared core takes away
+    assert sum(p["cpu_share"] for p in host["engine_processes"]) > 0.1
     assert any(p["name"].startswith("VLLM::") for p in host["engine_processes"])
     speed = comparison["host_speed"]
     assert speed["cpus"] == [engine_cpu] and len(speed["windows"]) >= 4
