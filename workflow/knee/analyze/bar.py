@@ -90,18 +90,18 @@ def adjusted_effect(comparison: Mapping[str, Any], rule: BarRule, pairs: int,
                        "tolerance_pct": adjust["tolerance_pct"], "applied": False}
     if any(x is None for x in ratios):
         missing = [str(p) for p, x in enumerate(ratios, 1) if x is None]
-        return {**out, "applied": False, "reason": "no host speed was sampled for this figure "
+        return {**out, "reason": "no host speed was sampled for this figure "
                 f"in pair {', '.join(missing)}: judged as measured"}, None
     speeds = [x for x in ratios if x is not None]
     check = covariate.balance(speeds, level)
     out["balance"] = check
     if adjust.get("withheld"):
-        return {**out, "applied": False, "reason": adjust["withheld"]}, None
+        return {**out, "reason": adjust["withheld"]}, None
     if not covariate.balanced(check, adjust["tolerance_pct"]):
         shown = (f"{check['estimate_pct']:+.2f}% [{check['interval'][0]:+.2f}, "
                  f"{check['interval'][1]:+.2f}]" if check["interval"] else "one pair, no "
                  "interval")
-        return {**out, "applied": False, "reason": (
+        return {**out, "reason": (
             f"the arms' host speed differed by {shown}: not shown inside the registered "
             f"tolerance of ±{adjust['tolerance_pct']}%, so an arm may have moved the "
             "covariate; the adjustment is withheld and the rule judged as measured")}, None

@@ -56,7 +56,7 @@ class Boot(TypedDict):
     boot: BootReceipt
     plan: Plan
     session: str
-    withheld: dict[float | str, str]
+    withheld: sampling.Withheld
     group: tuple[str, str]
     facts: Facts
     raw: dict[str, RawFile]

@@ -144,9 +144,9 @@ def balanced(check: Balance, tolerance_pct: float) -> bool:
     """The balance check shows the arms' host speed alike: its whole interval inside
     ±tolerance (equivalence, as a parity rule; an interval that cannot show it, too wide or
     absent, withholds the adjustment)."""
-    lo_hi = check["interval"]
-    return lo_hi is not None and len(lo_hi) > 0 and -tolerance_pct <= lo_hi[0] \
-        and lo_hi[1] <= tolerance_pct
+    if not (lo_hi := check["interval"]):
+        return False
+    return -tolerance_pct <= lo_hi[0] and lo_hi[1] <= tolerance_pct
 
 
 def contrasts(comparison: Mapping[str, Any], rules: list[BarRule], pairs: int,
