@@ -20,7 +20,7 @@ from typing import Any
 
 from knee.core import prompts
 from knee.core.errors import KneeError
-from knee.core.records import RawFile
+from knee.core.records import InstrumentRun, RawFile
 from knee.instruments.ports import Axes, Target, Tokenize, View, Windows
 from knee.instruments.spec import Derived, Figure, Spec
 
@@ -52,9 +52,9 @@ def counters(target: Target) -> tuple[float, float]:
     return hits, queries
 
 
-def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
+def run(target: Target, cfg: dict[str, Any]) -> InstrumentRun:
     sampling = target.sampling_params(cfg["output_tokens"])
-    out: dict[str, Any] = {"instrument": "depth", "points": [], "warmup": None}
+    out: InstrumentRun = {"instrument": "depth", "points": [], "warmup": None}
     tokenize = target.tokenizer()
     for depth in cfg["depths"]:
         ids = depth_prompt(tokenize, target.seed, depth)

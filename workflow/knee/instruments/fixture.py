@@ -10,6 +10,7 @@ from typing import Any
 
 from knee.core import datasets, prompts
 from knee.core.errors import KneeError
+from knee.core.records import InstrumentRun
 from knee.instruments.ports import Axes, Target, View, Windows, Words
 from knee.instruments.spec import SINGLE_STREAM, Derived, Figure, Selection, Spec
 
@@ -51,9 +52,9 @@ def prompt_files(cfg: dict[str, Any]) -> list[Path]:
             for p in prompts.class_files(cfg["prompt_dir"], name)]
 
 
-def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
+def run(target: Target, cfg: dict[str, Any]) -> InstrumentRun:
     sampling = target.sampling_params(cfg["output_tokens"])
-    out: dict[str, Any] = {"instrument": "fixture", "points": [], "warmup": None}
+    out: InstrumentRun = {"instrument": "fixture", "points": [], "warmup": None}
     for name in cfg["classes"]:
         ps, dataset, spec = class_requests(cfg, name)
         before = target.scrape()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from knee.core.records import Plan, RawFile
+from knee.core.records import Plan, Point, RawFile, RawWindow
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -39,9 +39,9 @@ class Target(Protocol):
 
     def check_alive(self, where: str) -> None: ...
 
-    def record(self, result: dict[str, Any], *, point: Any, instrument: str,
+    def record(self, result: dict[str, Any], *, point: Point, instrument: str,
                prompt_set: Sequence[Any], sampling: Mapping[str, Any],
-               **fields: Any) -> dict[str, Any]: ...
+               **fields: Any) -> RawWindow: ...
 
 
 class Windows(Protocol):

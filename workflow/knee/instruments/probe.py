@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from knee.core import prompts
+from knee.core.records import InstrumentRun
 from knee.instruments.ports import Target
 from knee.instruments.spec import Spec
 
@@ -22,8 +23,8 @@ SCHEMA = {
 }
 
 
-def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"instrument": "probe", "points": [], "warmup": None}
+def run(target: Target, cfg: dict[str, Any]) -> InstrumentRun:
+    out: InstrumentRun = {"instrument": "probe", "points": [], "warmup": None}
     tokenize = target.tokenizer()
     for t in cfg["temperatures"]:
         sampling = {**target.sampling_params(cfg["output_tokens"]), "temperature": t,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from knee.core import jsonio, metrics
+from knee.core.records import InstrumentRun
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ ROLES = (LOAD, SINGLE_STREAM)
 class Spec:
     name: str
     title: str  # the README title of its comparison rows
-    run: Callable[..., dict[str, Any]]  # run(target, cfg) -> {"instrument", "points", "warmup"}
+    run: Callable[..., InstrumentRun]  # run(target, cfg)
     schema: dict[str, Any]  # its config section, under instruments.<name>
     # the points of its config a bar rule may name; None: no bar rule may name it
     bar_points: Callable[[dict[str, Any]], list[Any]] | None = None

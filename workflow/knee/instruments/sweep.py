@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from knee.core import datasets, prompts
+from knee.core.records import InstrumentRun
 from knee.instruments.ports import Axes, Target, Tokenize, View
 from knee.instruments.spec import LOAD, Figure, Spec
 
@@ -94,12 +95,12 @@ def prompt_list(cfg: dict[str, Any], tokenize: Tokenize | None, seed: int,
             f"{cfg['prompt_tokens']} tokens of random words, unique head")
 
 
-def run(target: Target, cfg: dict[str, Any]) -> dict[str, Any]:
+def run(target: Target, cfg: dict[str, Any]) -> InstrumentRun:
     sampling = target.sampling_params(cfg["output_tokens"])
     tokenize = None if cfg.get("dataset") else target.tokenizer()
     warm, _ = prompt_list(cfg, tokenize, target.seed, "warmup")
     dataset = datasets.label(cfg["dataset"]) if cfg.get("dataset") else prompts.DATASET
-    out: dict[str, Any] = {"instrument": "sweep", "points": [], "warmup": None}
+    out: InstrumentRun = {"instrument": "sweep", "points": [], "warmup": None}
     if warm:
         out["warmup"] = target.send(warm, sampling, warmup=True)
     for c in cfg["concurrency"]:

@@ -5,7 +5,7 @@ derived files, titles it and saves it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ class View:
     not import it."""
     plan: Plan
     comparison: Mapping[str, Any]
-    table: list[Section]  # the acceptance table's windows
+    table: Sequence[Mapping[str, Any]]  # the acceptance table's windows
     colors: Section = field(default_factory=lambda: dict(COLORS))
 
     @property
@@ -57,7 +57,7 @@ def names(plan: Plan) -> list[str]:
     return [rulefig.NAME, *(f.name for f in instruments.figures(plan))]
 
 
-def render_all(plan: Plan, comparison: Mapping[str, Any], table: list[Section],
+def render_all(plan: Plan, comparison: Mapping[str, Any], table: Sequence[Mapping[str, Any]],
                out_dir: Path, bar: Mapping[str, Any]) -> list[Path]:
     """The bar's figure and every figure of the plan's instruments
     (knee.instruments.spec.Figure): an instrument that did not run draws no figure."""

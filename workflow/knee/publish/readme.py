@@ -106,7 +106,7 @@ def split_caveats(bar: Mapping[str, Any]) -> list[str]:
 
 
 def caveats(comparison: Mapping[str, Any], bar: Mapping[str, Any],
-            acceptance: Section | None = None,
+            acceptance: Mapping[str, Any] | None = None,
             runtime: runtimes.Runtime = runtimes.RUNTIMES["process"]) -> list[str]:
     out = [runtime.caveat] if runtime.caveat else []
     for w in (acceptance or {}).get("windows", []):
@@ -328,7 +328,7 @@ def decided_by(bar: Mapping[str, Any]) -> dict[tuple[str, str, str], int]:
 
 
 def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
-           boots: Sequence[Mapping[str, Any]], acceptance: Section,
+           boots: Sequence[Mapping[str, Any]], acceptance: Mapping[str, Any],
            caches: dict[str, Section] | None = None, stops: dict[str, Section] | None = None,
            recommendation: Mapping[str, Any] | None = None) -> str:
     """The results README."""

@@ -7,12 +7,12 @@ metadata, so a figure renders to the same bytes wherever the pinned workflow env
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from knee.core import jsonio, layout
-from knee.core.records import Plan, Section
+from knee.core.records import Plan
 from knee.publish import figures, templating
 from knee.publish.evidence import diff
 
@@ -46,7 +46,7 @@ def same_files(made: Path, kept: Path, shown: str) -> list[str]:
 
 
 def figures_of(root: Path, plan: Plan, comparison: Mapping[str, Any],
-               table: list[Section], bar: Mapping[str, Any]) -> list[str]:
+               table: Sequence[Mapping[str, Any]], bar: Mapping[str, Any]) -> list[str]:
     """Every figure rendered again, and no figure the experiment's instruments do not draw."""
     kept = Path(root) / layout.FIGURES
     with tempfile.TemporaryDirectory() as tmp:
@@ -67,7 +67,7 @@ def recommend_figure(root: Path, recommendation: Mapping[str, Any]) -> list[str]
 
 
 def check(root: Path, plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
-          table: list[Section]) -> list[str]:
+          table: Sequence[Mapping[str, Any]]) -> list[str]:
     """comparison.md, verdict.html, acceptance.json and the figures, rendered again."""
     problems = texts(root, comparison, bar)
     stored = jsonio.read(Path(root) / layout.ACCEPTANCE, "acceptance")

@@ -14,7 +14,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -26,6 +26,13 @@ from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import config_default
 from knee.core.records import BootReceipt, RawFile, RawWindow, WindowMetrics
+from knee.core.records.window import (
+    AcceptanceRow,
+    CounterDisagreement,
+    Histogram,
+    PointMetrics,
+    WindowDeltas,
+)
 
 KNEE_THRESHOLD = config_default("analysis.knee_threshold")
 DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -99,7 +106,7 @@ def counter_delta(before: Samples, after: Samples, name: str, window: str,
     return delta
 
 
-def histogram_delta(before: Samples, after: Samples, name: str) -> dict[str, Any] | None:
+def histogram_delta(before: Samples, after: Samples, name: str) -> Histogram | None:
     """Count, sum, mean and p50/p90/p99 (bucket interpolation) of a histogram's window delta."""
     count_a, count_b = total(after, f"{name}_count"), total(before, f"{name}_count")
     sum_a, ba = total(after, f"{name}_sum"), total(after, f"{name}_bucket", "le")
@@ -109,10 +116,9 @@ def histogram_delta(before: Samples, after: Samples, name: str) -> dict[str, Any
     total_s = sum_a - (total(before, f"{name}_sum") or 0.0)
     bb = total(before, f"{name}_bucket", "le") or {}
     buckets = sorted(((float(le), ba[le] - bb.get(le, 0.0)) for le in ba), key=lambda x: x[0])
-    out = {"count": count, "sum": total_s, "mean": total_s / count if count else None}
-    for q in (50, 90, 99):
-        out[f"p{q}"] = bucket_quantile(q / 100, buckets) if count else None
-    return out
+    p50, p90, p99 = (bucket_quantile(q / 100, buckets) if count else None for q in (50, 90, 99))
+    return {"count": count, "sum": total_s, "mean": total_s / count if count else None,
+            "p50": p50, "p90": p90, "p99": p99}
 
 
 def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
@@ -135,7 +141,7 @@ def bucket_quantile(q: float, buckets: list[tuple[float, float]]) -> float | Non
 def window_deltas(before_text: str, after_text: str, window: str, requests: int,
                   speculation: bool, client_tokens: int | None = None,
                   files: str = "", knee_threshold: float = KNEE_THRESHOLD,
-                  draft_ks: Sequence[int] = ()) -> dict[str, Any]:
+                  draft_ks: Sequence[int] = ()) -> WindowDeltas:
     """Checked counter deltas, server histograms and spec-decode analysis over one window.
     draft_ks: the draft lengths the arm's speculative config may use (draft_lengths); one or
     none: every draft proposed every position."""
@@ -143,9 +149,11 @@ def window_deltas(before_text: str, after_text: str, window: str, requests: int,
         raise KneeError(f"{window}: the scrape pair brackets no requests ({files})")
     before = parse(before_text, f"{window} before")
     after = parse(after_text, f"{window} after")
-    out: dict[str, Any] = {"window": window, "requests": requests, "flags": []}
-    for name in (GENERATION, PROMPT):
-        out[_key(name)] = counter_delta(before, after, name, window, requests, files)
+    out: WindowDeltas = {
+        "window": window, "requests": requests,
+        "generation_tokens": counter_delta(before, after, GENERATION, window, requests, files),
+        "prompt_tokens": counter_delta(before, after, PROMPT, window, requests, files),
+        "flags": [], "server_latency": {}, "speculation": "on" if speculation else "off"}
     if client_tokens is not None:
         out["client_output_tokens"] = client_tokens
         if client_tokens != out["generation_tokens"]:
@@ -155,13 +163,11 @@ def window_deltas(before_text: str, after_text: str, window: str, requests: int,
     out["server_latency"] = {k: histogram_delta(before, after, n) for k, n in HISTOGRAMS.items()}
     present = all(total(after, n) is not None for n in SPEC)
     if not speculation:
-        out["speculation"] = "off"
         return out
     if not present:
         missing = [n for n in SPEC if total(after, n) is None]
         raise KneeError(f"{window}: speculation is on but {', '.join(missing)} missing from "
                         f"the after scrape ({files})")
-    out["speculation"] = "on"
     # The generation-token delta above proves the scrapes bracket the traffic; drafts can then
     # truly be zero (an ngram drafter that found no match): said so in words, never a 0 rate.
     drafts = counter_delta(before, after, DRAFTS, window, 0, files)
@@ -172,31 +178,27 @@ def window_deltas(before_text: str, after_text: str, window: str, requests: int,
         return out
     # Drafts moved, so draft tokens must have; accepted tokens may truly stay flat (every
     # draft rejected): a measured acceptance of 0, never a broken scrape.
-    out[_key(DRAFTS)] = drafts
-    out[_key(DRAFT_TOKENS)] = counter_delta(before, after, DRAFT_TOKENS, window, requests, files)
-    out[_key(ACCEPTED)] = counter_delta(before, after, ACCEPTED, window, 0, files)
-    if out[_key(ACCEPTED)] > out[_key(DRAFT_TOKENS)]:
-        raise KneeError(f"{window}: {ACCEPTED} moved by {out[_key(ACCEPTED)]:g}, more than the "
-                        f"{out[_key(DRAFT_TOKENS)]:g} draft tokens proposed: not a measurement "
-                        f"({files})")
-    if out[_key(ACCEPTED)] == 0:
+    out["spec_decode_num_drafts"] = drafts
+    proposed = counter_delta(before, after, DRAFT_TOKENS, window, requests, files)
+    accepted = counter_delta(before, after, ACCEPTED, window, 0, files)
+    out["spec_decode_num_draft_tokens"] = proposed
+    out["spec_decode_num_accepted_tokens"] = accepted
+    if accepted > proposed:
+        raise KneeError(f"{window}: {ACCEPTED} moved by {accepted:g}, more than the "
+                        f"{proposed:g} draft tokens proposed: not a measurement ({files})")
+    if accepted == 0:
         out["flags"].append("every draft was rejected in this window: acceptance 0 (measured)")
     pa, pb = total(after, PER_POS, "position") or {}, total(before, PER_POS, "position") or {}
     out["spec_decode_num_accepted_tokens_per_pos"] = [
         pa[p] - pb.get(p, 0.0) for p in sorted(pa, key=int)]
-    out.update(spec_summary(out, knee_threshold, draft_ks))
+    out = spec_summary(out, knee_threshold, draft_ks)
     if out["per_position_rate"] and out["per_position_rate"][-1] is None:
         out["flags"].append(
             f"draft lengths {sorted(set(draft_ks))} in one window: how many drafts proposed a "
             "position past the shortest cannot be told from the counters, so its rate is not "
             "shown")
     itl = out["server_latency"]["inter_token_latency_s"]
-    out.update(ceiling(out, itl["mean"] if itl else None))
-    return out
-
-
-def _key(name: str) -> str:
-    return name.removeprefix("vllm:").removesuffix("_total")
+    return ceiling(out, itl["mean"] if itl else None)
 
 
 def draft_lengths(spec: Mapping[str, Any] | None, in_flight: int | None = None) -> list[int]:
@@ -228,9 +230,9 @@ def proposing_drafts(drafts: float, positions: int, ks: Sequence[int]) -> list[f
     return [drafts if i < min(ks) else None for i in range(positions)]
 
 
-def spec_summary(d: dict[str, Any], knee_threshold: float = KNEE_THRESHOLD,
-                 draft_ks: Sequence[int] = ()) -> dict[str, Any]:
-    """The reference write-ups' definitions: rates over drafts and draft tokens, and the knee
+def spec_summary(d: WindowDeltas, knee_threshold: float = KNEE_THRESHOLD,
+                 draft_ks: Sequence[int] = ()) -> WindowDeltas:
+    """d with the reference write-ups' figures: rates over drafts and draft tokens, and the knee
     position. A position's rate divides its accepted tokens by the drafts that proposed it
     (proposing_drafts); a position where the counters cannot tell how many did has None."""
     drafts = d["spec_decode_num_drafts"]
@@ -240,7 +242,7 @@ def spec_summary(d: dict[str, Any], knee_threshold: float = KNEE_THRESHOLD,
     rates = [x / n if n else None for x, n in zip(per_pos, proposed, strict=True)]
     acceptance_knee = next((i + 1 for i, r in enumerate(rates)
                             if r is not None and r < knee_threshold), None)
-    return {
+    return d | {
         "acceptance_rate": accepted / d["spec_decode_num_draft_tokens"],
         "mean_acceptance_length": 1 + accepted / drafts,
         "tokens_per_step": 1 + accepted / drafts,
@@ -250,29 +252,33 @@ def spec_summary(d: dict[str, Any], knee_threshold: float = KNEE_THRESHOLD,
     }
 
 
-def ceiling(d: dict[str, Any], step_time_s: float | None) -> dict[str, Any]:
-    """Per-user decode = tokens per step / step time; at perfect acceptance (k + 1) / step time."""
+def ceiling(d: WindowDeltas, step_time_s: float | None) -> WindowDeltas:
+    """d with its ceiling: per-user decode = tokens per step / step time; at perfect
+    acceptance (k + 1) / step time."""
     k = len(d.get("spec_decode_num_accepted_tokens_per_pos", []))
-    if not step_time_s or not k:
-        return {"step_time_s": step_time_s, "step_time_source": STEP_TIME_SOURCE,
-                "modelled_decode_rate": None, "ceiling_decode_rate": None}
-    return {"step_time_s": step_time_s, "step_time_source": STEP_TIME_SOURCE, "k": k,
-            "modelled_decode_rate": d["tokens_per_step"] / step_time_s,
-            "ceiling_decode_rate": (k + 1) / step_time_s}
+    per_step = d.get("tokens_per_step")
+    if not step_time_s or not k or per_step is None:
+        return d | {"step_time_s": step_time_s, "step_time_source": STEP_TIME_SOURCE,
+                    "modelled_decode_rate": None, "ceiling_decode_rate": None}
+    return d | {"step_time_s": step_time_s, "step_time_source": STEP_TIME_SOURCE, "k": k,
+                "modelled_decode_rate": per_step / step_time_s,
+                "ceiling_decode_rate": (k + 1) / step_time_s}
 
 
-def acceptance_table(windows: Sequence[Mapping[str, Any]],
-                     sources: list[Any]) -> list[dict[str, Any]]:
+def acceptance_table(windows: Sequence[WindowMetrics],
+                     sources: list[Any]) -> list[AcceptanceRow]:
     """One row per session window, with the file it came from."""
     keys = ("speculation", "knee_threshold", "client_latency", "server_latency",
             "generation_tokens", "client_output_tokens",
             "acceptance_rate", "mean_acceptance_length", "per_position_rate", "knee_position",
             "step_time_s", "modelled_decode_rate", "ceiling_decode_rate", "flags",
             "temperatures")
-    return [{"session": w["session"], "instrument": w["instrument"], "source": str(src),
-             **{k: w.get(k) for k in keys},
-             **{k: w[k] for k in ("sampling_withheld",) if k in w}}
-            for w, src in zip(windows, sources, strict=True)]
+    # the window's own keys, each None where the window has none (a withheld one's only where
+    # it has one); AcceptanceRow declares each
+    return [cast(AcceptanceRow, {
+        "session": w["session"], "instrument": w["instrument"], "source": str(src),
+        **{k: w.get(k) for k in keys}, **{k: w[k] for k in ("sampling_withheld",) if k in w}})
+        for w, src in zip(windows, sources, strict=True)]
 
 
 def instrument_metrics(raw: Mapping[str, Any], before: str, after: str, speculation: bool,
@@ -288,29 +294,29 @@ def instrument_metrics(raw: Mapping[str, Any], before: str, after: str, speculat
     warmup = (raw.get("warmup") or {}).get("records", [])
     records = [r for p in raw["points"] for r in p["records"]] + warmup
     most = max([in_flight(p["records"]) for p in raw["points"]] + [in_flight(warmup)])
-    out = window_deltas(before, after, f"{raw['session']}/{raw['instrument']}",
-                        requests=len(records), speculation=speculation,
-                        client_tokens=sum(r["output_tokens"] for r in records), files=files,
-                        knee_threshold=knee_threshold, draft_ks=draft_lengths(spec, most))
-    out["client_latency"] = window_client_summary(records)
+    deltas = window_deltas(before, after, f"{raw['session']}/{raw['instrument']}",
+                           requests=len(records), speculation=speculation,
+                           client_tokens=sum(r["output_tokens"] for r in records), files=files,
+                           knee_threshold=knee_threshold, draft_ks=draft_lengths(spec, most))
     gone = withheld or {}
     if why := next(filter(None, (sampling.point_reason(gone, p) for p in raw["points"])), None):
-        out = withhold(out, why)
+        deltas = withhold(deltas, why)
+    # WindowDeltas's keys and the window's own (a WindowDeltas can hold no other key)
+    out = cast(WindowMetrics, {"session": raw["session"], "instrument": raw["instrument"],
+                               "client_latency": window_client_summary(records), **deltas})
     if instruments.get(raw["instrument"]).point_scrapes and \
             all("prom_before" in p for p in raw["points"]):
         out["temperatures"] = [point_metrics(raw, p, speculation, knee_threshold, files, gone,
                                              spec) for p in raw["points"]]
-    # the keys window_deltas makes, each declared by the record (tests/core/test_records.py
-    # holds it to the schema and to every published file); the schema checks it as it is written
-    return cast(WindowMetrics, {"session": raw["session"], "instrument": raw["instrument"], **out})
+    return out
 
 
 def point_metrics(raw: Mapping[str, Any], p: RawWindow, speculation: bool,
                   knee_threshold: float,
                   files: str, withheld: Mapping[float | str, str],
-                  spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  spec: Mapping[str, Any] | None = None) -> PointMetrics:
     """One point's own window metrics, from the scrapes embedded in its record."""
-    out = {"point": p["point"], **window_deltas(
+    out: PointMetrics = {"point": p["point"], **window_deltas(
         p["prom_before"], p["prom_after"], f"{raw['session']}/{raw['instrument']} {p['point']}",
         requests=len(p["records"]), speculation=speculation,
         client_tokens=sum(r["output_tokens"] for r in p["records"]),
@@ -325,12 +331,15 @@ SPEC_FIGURES = ("acceptance_rate", "mean_acceptance_length", "tokens_per_step",
                 "modelled_decode_rate", "ceiling_decode_rate")
 
 
-def withhold(metrics: dict[str, Any], why: str) -> dict[str, Any]:
+Metrics = TypeVar("Metrics", WindowDeltas, PointMetrics)
+
+
+def withhold(metrics: Metrics, why: str) -> Metrics:
     """A window's metrics without its acceptance figures, and why (its counters stay)."""
     if metrics.get("speculation") != "on":
         return metrics
-    return {k: v for k, v in metrics.items() if k not in SPEC_FIGURES} \
-        | {"sampling_withheld": why}
+    kept = {k: v for k, v in metrics.items() if k not in SPEC_FIGURES}
+    return cast(Metrics, kept | {"sampling_withheld": why})  # the same keys, less some
 
 
 def window_metrics(raw: Mapping[str, Any], boot: BootReceipt, before: Path, after: Path,
@@ -359,10 +368,10 @@ def disagreement(raw: RawFile, before: str, after: str) -> str | None:
             f"({len(records)} requests)")
 
 
-def counter_disagreements(sessions: Sessions) -> list[dict[str, Any]]:
+def counter_disagreements(sessions: Sessions) -> list[CounterDisagreement]:
     """Every window of every session whose raw records disagree with the server's counters
     (sessions as knee.analyze.folder.load_sessions gives them)."""
-    out = []
+    out: list[CounterDisagreement] = []
     for (pair, arm), s in sorted(sessions.items()):
         for inst, raw in sorted(s["raw"].items()):
             if inst not in (s.get("files") or {}):

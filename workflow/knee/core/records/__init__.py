@@ -28,6 +28,8 @@ from knee.core.records.recommendation import (
 )
 from knee.core.records.sampling import ArmPooled, SamplingCheck, SessionRejudged, SessionsAt
 from knee.core.records.verdict import Family, PairEffect, Robustness
+from knee.core.records.window import CounterDisagreement
+from knee.core.records.window import WindowMetrics as WindowMetrics
 
 
 class BarRule(TypedDict, total=False):
@@ -186,6 +188,15 @@ class RawFile(Stamped, total=False):
     together: Section
 
 
+class InstrumentRun(TypedDict):
+    """What an instrument's run gives its session (knee.instruments.spec.Spec.run): its
+    windows and warm-up; the session adds its id, the host's facts and any partner's."""
+
+    instrument: str
+    points: list[RawWindow]
+    warmup: Section | None
+
+
 class SessionRaw(TypedDict):
     """What reading a session's windows takes of it: each instrument's raw file."""
 
@@ -198,41 +209,6 @@ class LoadedSession(SessionRaw):
 
     boot: BootReceipt
     files: dict[str, str]
-
-
-class WindowMetrics(Stamped, total=False):
-    """raw/<session>/<instrument>.metrics.json: what the scrapes and records of a session's
-    windows give, per window."""
-
-    session: Required[str]
-    instrument: Required[str]
-    window: Required[str]  # session/instrument
-    requests: Required[int]
-    generation_tokens: Required[float]
-    flags: Required[list[str]]
-    server_latency: Required[Section]
-    client_latency: Required[Section]
-    speculation: Required[str]  # on or off
-    acceptance_rate: float | None
-    mean_acceptance_length: float | None
-    per_position_rate: list[float | None]
-    knee_position: int | None
-    knee_threshold: float
-    k: int
-    ceiling_decode_rate: float | None
-    modelled_decode_rate: float | None
-    tokens_per_step: float | None
-    step_time_s: float | None
-    step_time_source: str
-    client_output_tokens: int
-    prompt_tokens: float
-    scrapes: list[str]
-    temperatures: list[Section]
-    sampling_withheld: str
-    spec_decode_num_accepted_tokens: float
-    spec_decode_num_accepted_tokens_per_pos: list[float]
-    spec_decode_num_draft_tokens: float
-    spec_decode_num_drafts: float
 
 
 class RowInterval(TypedDict, total=False):
@@ -326,7 +302,7 @@ class Comparison(Stamped, total=False):
     # a verification run's predicted against measured (knee.analyze.verification)
     prediction: Section
     # windows whose raw records disagree with the server's counters (none: no key)
-    counter_disagreements: list[Section]
+    counter_disagreements: list[CounterDisagreement]
 
 
 class Judged(TypedDict, total=False):
