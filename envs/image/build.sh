@@ -12,6 +12,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=${KNEE_IMAGE_WORK:-$here/../../resources/image-build}
 mirror=${KNEE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mkdir -p "$work"
+# one build at a time in this folder: a second waits for the first, then finds its image built
+exec 9>"$work/build.lock"
+flock 9
 t=$SECONDS
 phase() { echo "build.sh: $1 $((SECONDS - t)) s" >&2; t=$SECONDS; }
 # python3-dev: the engine's torch.compile builds C++ against Python.h on CPU
@@ -28,6 +31,16 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
     rm -rf "$rootfs"
 fi
 phase "base image (debootstrap + import):"
+# what the image is made of: the base, the Dockerfile and the engine's pins; an image already
+# built from the same (its label says so) is pushed again as it is, not rebuilt
+inputs=$( (echo "$base"; cat "$here/Dockerfile" "$here/../engine.txt") | sha256sum | cut -c1-64)
+if [[ $(docker image inspect --format '{{index .Config.Labels "knee.inputs"}}' "$ref" \
+    2>/dev/null) == "$inputs" ]]; then
+    docker push -q "$ref" >/dev/null
+    phase "push (built before from the same inputs):"
+    docker image inspect --format '{{index .RepoDigests 0}}' "$ref"
+    exit 0
+fi
 extra=()
 if [[ -n "${KNEE_TORCH_INDEX_URL:-}" ]]; then
     extra=(--extra-index-url "$KNEE_TORCH_INDEX_URL")
@@ -52,7 +65,8 @@ trap 'exit 130' INT TERM
 mkdir -p "$ctx/docker"
 cp "$here/Dockerfile" "$ctx/docker/Dockerfile"
 docker build -q --network host --build-arg BASE="$base" \
-    --build-arg WHEELS="http://127.0.0.1:$port" -t "$ref" "$ctx/docker" >/dev/null
+    --build-arg WHEELS="http://127.0.0.1:$port" --label "knee.inputs=$inputs" -t "$ref" \
+    "$ctx/docker" >/dev/null
 kill "$server" 2>/dev/null || true
 phase "docker build:"
 docker push -q "$ref" >/dev/null

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from knee import instruments
 from knee.core import jsonio, layout, rawfiles
@@ -18,6 +18,7 @@ from knee.core.records import (
     RawWindow,
     Recommendation,
     Section,
+    StopReceipt,
 )
 from knee.plan import stopping
 
@@ -25,6 +26,13 @@ from knee.plan import stopping
 # load_sessions reads of a folder, and the comparison takes
 Sessions = dict[tuple[int, str], LoadedSession]
 Requests = dict[tuple[Any, ...], dict[str, Any]]  # (pair, run, index) -> a raw record
+
+
+class SessionReceipts(TypedDict):
+    """Each session's compile-cache and stop receipts, by session id."""
+
+    caches: dict[str, Section]
+    stops: dict[str, StopReceipt]
 
 
 def paired_requests(sessions: Sessions, keep: Callable[[RawWindow, Section], bool]
@@ -77,17 +85,23 @@ def load_boots(plan: Plan, root: Path) -> list[BootReceipt]:
     return [jsonio.read(boot_path(root, s["id"]), "boot") for s in realized_sessions(plan, root)]
 
 
-def load_receipts(plan: Plan, root: Path, kind: str) -> dict[str, dict[str, Any]]:
+def receipt_paths(plan: Plan, root: Path, kind: str) -> dict[str, Path]:
     """Every session's receipt of this kind that exists, by session id."""
     paths = {s["id"]: Path(root) / layout.receipt(s["id"], kind)
              for s in realized_sessions(plan, root)}
-    return {sid: jsonio.read(p, kind) for sid, p in paths.items() if p.exists()}
+    return {sid: p for sid, p in paths.items() if p.exists()}
 
 
-def session_receipts(plan: Plan, root: Path) -> dict[str, dict[str, Any]]:
+def load_stops(plan: Plan, root: Path) -> dict[str, StopReceipt]:
+    """Every session's stop receipt that exists, by session id."""
+    return {sid: jsonio.read(p, "stop") for sid, p in receipt_paths(plan, root, "stop").items()}
+
+
+def session_receipts(plan: Plan, root: Path) -> SessionReceipts:
     """What the README shows of each session beside its boot: compile cache and stop."""
-    return {"caches": load_receipts(plan, root, "cache"),
-            "stops": load_receipts(plan, root, "stop")}
+    return {"caches": {sid: jsonio.read(p, "cache")
+                       for sid, p in receipt_paths(plan, root, "cache").items()},
+            "stops": load_stops(plan, root)}
 
 
 def realized_path(root: Path) -> Path:

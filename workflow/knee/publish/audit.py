@@ -14,8 +14,8 @@ from knee.analyze import acceptance as accepted
 from knee.analyze import compare
 from knee.analyze.bar import judge_plan
 from knee.analyze.folder import (
-    load_receipts,
     load_sessions,
+    load_stops,
     realized_path,
     realized_sessions,
     recommendation_of,
@@ -206,7 +206,7 @@ def check_sessions(root: Path, plan: Plan, order: list[tuple[str, LoadedSession]
     boots = {sid: session["boot"] for sid, session in order}
     problems, notes = evidence.registration(root, plan, boots)
     problems += evidence.booted_as_planned(plan, realized_sessions(plan, root), boots)
-    stops = load_receipts(plan, root, "stop")
+    stops = load_stops(plan, root)
     digest = (plan["runtime"].get("image") or {}).get("digest")
     for sid, boot in boots.items():
         if digest and boot.get("image_digest") != digest:

@@ -91,7 +91,7 @@ def build(root: Path) -> Section:
     files = {name: digest for digest, name in
              (line.split("  ", 1) for line in audit.manifest_lines(root)) if name != layout.CRATE}
     boots = folder.load_boots(plan, root)
-    stops = folder.load_receipts(plan, root, "stop")
+    stops = folder.load_stops(plan, root)
     crate = ROCrate(gen_preview=False, version="1.1")  # Workflow Run Crate 0.5 builds on 1.1
     crate.metadata.extra_terms.update(TERMS)
     for key, value in {

@@ -16,7 +16,7 @@ from typing import Any
 
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
-from knee.core.records import BootReceipt, Plan, PlannedSession, Section
+from knee.core.records import BootReceipt, Plan, PlannedSession, StopReceipt
 from knee.plan import arms, config, configfile, runtimes, secrets
 
 # process_start_time_seconds has 0.1 s resolution and started_at whole seconds
@@ -161,7 +161,7 @@ def started(text: str) -> float | None:
     return float(m[1]) if m else None
 
 
-def bound_to_session(root: Path, plan: Plan, sid: str, boot: BootReceipt, stop: Section | None,
+def bound_to_session(root: Path, plan: Plan, sid: str, boot: BootReceipt, stop: StopReceipt | None,
                      instruments: list[str]) -> Checked:
     """A session's raw files are its own: each names the session and the instrument, the
     scrapes come from the process this boot started, and (sessions that recorded them) the
@@ -191,7 +191,7 @@ def bound_to_session(root: Path, plan: Plan, sid: str, boot: BootReceipt, stop: 
                 problems.append(f"{layout.raw_dir(sid)}/{path.name}: the engine process started at "
                                 f"{at:.1f}, not during this session's boot ({t0:.0f} to "
                                 f"{t1:.0f}, receipts/{sid}-boot.json): another boot's scrape")
-    recorded = (stop or {}).get("raw_sha256")
+    recorded = stop.get("raw_sha256") if stop else None
     if recorded is None:
         notes.append("not possible: raw files held to the sha256 their session recorded when "
                      "it published (stop receipts of an older knee record none)")

@@ -12,7 +12,7 @@ from knee import instruments
 from knee.analyze import inference
 from knee.analyze.adjust import covariate, design
 from knee.analyze.window import held
-from knee.core.records import Plan, Section
+from knee.core.records import Plan, Section, StopReceipt
 from knee.plan import runtimes, stopping
 from knee.plan.arms import NO_VARIABLE, shown_variable, variable_values
 from knee.plan.summary import order_name
@@ -271,7 +271,7 @@ def sampling_words(plan: Plan) -> str:
             "the same in every session")
 
 
-def shared_key(caches: dict[str, Section]) -> str | None:
+def shared_key(caches: Mapping[str, Section]) -> str | None:
     """Whether the arms compiled under the same cache key (the seed: the schedule did not
     change the hash), in words; None without cache receipts."""
     keys: dict[str, set[str]] = {}
@@ -329,7 +329,8 @@ def decided_by(bar: Mapping[str, Any]) -> dict[tuple[str, str, str], int]:
 
 def render(plan: Plan, comparison: Mapping[str, Any], bar: Mapping[str, Any],
            boots: Sequence[Mapping[str, Any]], acceptance: Mapping[str, Any],
-           caches: dict[str, Section] | None = None, stops: dict[str, Section] | None = None,
+           caches: Mapping[str, Section] | None = None,
+           stops: Mapping[str, StopReceipt] | None = None,
            recommendation: Mapping[str, Any] | None = None) -> str:
     """The results README."""
     env = templates(html=False)

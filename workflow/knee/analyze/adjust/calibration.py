@@ -17,12 +17,12 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
 from knee import instruments
 from knee.analyze import compare, sampling
 from knee.analyze.adjust import covariate
-from knee.analyze.folder import load_receipts, load_sessions
+from knee.analyze.folder import load_sessions, load_stops
 from knee.analyze.stats import fmean, mean, point_summary
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
@@ -201,10 +201,10 @@ def folder_boots(root: Path) -> list[Boot]:
     """Every session of a results folder: its group (the folder and the arm's server), its
     facts, its sessions' raw files and its costs."""
     plan = jsonio.read(Path(root) / layout.PLAN, "plan")
-    stops = load_receipts(plan, root, "stop")
+    stops = load_stops(plan, root)
     out: list[Boot] = []
     for (pair, arm), s in sorted(load_sessions(plan, root).items()):
-        boot, stop = s["boot"], cast(StopReceipt | None, stops.get(f"{pair}-{arm}"))
+        boot, stop = s["boot"], stops.get(f"{pair}-{arm}")
         out.append({"folder": plan["name"], "root": root, "boot": boot, "plan": plan,
                     "session": f"{pair}-{arm}",
                     "withheld": sampling.withheld(boot),

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from knee.commands.spec import BOOTS, OUT, PLAN, Command, R
 from knee.core import jsonio
-from knee.core.records import Section
 
 
 def run(args: argparse.Namespace) -> int:
@@ -15,15 +14,14 @@ def run(args: argparse.Namespace) -> int:
 
     plan = jsonio.read(args.plan, "plan")
 
-    def by_session(paths: list[Path], kind: str) -> dict[str, Section]:
-        return {r["session"]: r for r in (jsonio.read(p, kind) for p in paths)}
+    caches = {r["session"]: r for r in (jsonio.read(p, "cache") for p in args.caches)}
+    stops = {r["session"]: r for r in (jsonio.read(p, "stop") for p in args.stops)}
 
     text = readme.render(plan, jsonio.read(args.comparison, "comparison"),
                          jsonio.read(args.bar, "bar"),
                          [jsonio.read(p, "boot") for p in args.boots],
                          jsonio.read(args.acceptance, "acceptance"),
-                         caches=by_session(args.caches, "cache"),
-                         stops=by_session(args.stops, "stop"),
+                         caches=caches, stops=stops,
                          recommendation=args.recommendation and jsonio.read(
                              args.recommendation, "recommendation"))
     jsonio.atomic_write_text(args.out, text)
