@@ -12,19 +12,20 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from knee.analyze import bar, compare, inference
 from knee.analyze.folder import Sessions, load_sessions
+from knee.analyze.inference import FalsePositives
 from knee.analyze.noise import spread_pct
 from knee.core import folderscan, jsonio, layout
 from knee.core.errors import KneeError
-from knee.core.records import BarRule, LoadedSession, Plan
+from knee.core.records import BarRule, BarVerdict, Comparison, LoadedSession, Plan
 from knee.plan.arms import NO_VARIABLE
 from knee.plan.config import sha256_of
 
 
-def boots_of(roots: list[Path], arm: dict[str, Any]) -> list[LoadedSession]:
+def boots_of(roots: list[Path], arm: Mapping[str, Any]) -> list[LoadedSession]:
     """Every session of these results folders that ran exactly `arm`, in boot order."""
     found: list[LoadedSession] = []
     for root in folderscan.checked(roots, "an A/A"):
@@ -50,25 +51,44 @@ def assemble(boots: Sequence[LoadedSession],
     return plan, sessions
 
 
+class AA(FalsePositives):
+    """An A/A experiment from published boots: the boots, the pairs, the comparison, the bar,
+    its false positives and each rule's spread over the boots."""
+
+    boots: list[str]
+    pairs: int
+    comparison: Comparison
+    bar: BarVerdict
+    boot_spread_pct: BootSpread
+
+
+class BootSpread(TypedDict):
+    """Each rule's spread of one arm's figure across its boots, and their median."""
+
+    per_rule: dict[str, float | None]
+    median: float | None
+
+
 def calibrate(roots: list[Path], rules: list[BarRule],
-              alpha: float = 0.05) -> dict[str, Any]:
+              alpha: float = 0.05) -> AA:
     """The A/A comparison of every boot of the first folder's control arm, and its bar."""
     first = jsonio.read(Path(roots[0]) / layout.PLAN, "plan")
     boots = boots_of(roots, first["arms"]["control"])
     plan, sessions = assemble(boots, first)
+    pairs = len(boots) // 2
     comparison = compare.compare(plan, sessions)
     bar_def = {"alpha": alpha, "rules": rules}
-    verdict = bar.judge(comparison, bar_def, len(boots) // 2, sha256_of(bar_def), set())
-    return {"boots": [s["boot"]["experiment"] + "/" + s["boot"]["session"] for s in boots],
-            "pairs": plan["protocol"]["pairs"], "comparison": comparison, "bar": verdict,
-            **inference.false_positives(comparison["rows"]),
-            "boot_spread_pct": boot_spread(boots, rules)}
+    verdict = bar.judge(comparison, bar_def, pairs, sha256_of(bar_def), set())
+    return AA(boots=[s["boot"]["experiment"] + "/" + s["boot"]["session"] for s in boots],
+              pairs=pairs, comparison=comparison, bar=verdict,
+              **inference.false_positives(comparison["rows"]),
+              boot_spread_pct=boot_spread(boots, rules))
 
 
-def boot_spread(boots: Sequence[Mapping[str, Any]], rules: list[BarRule]) -> dict[str, Any]:
+def boot_spread(boots: Sequence[LoadedSession], rules: list[BarRule]) -> BootSpread:
     """Per bar point: the spread (max - min over mean) of one arm's figure across its boots,
     and the median over the points (the noise target of the embedded default)."""
-    out = {}
+    out: dict[str, float | None] = {}
     for rule in rules:
         figures = [compare.arm_figures(b["raw"][rule["instrument"]]).get(rule["point"], {})
                    for b in boots]

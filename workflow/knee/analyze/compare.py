@@ -39,6 +39,7 @@ from knee.core.records import (
     RowInterval,
     SessionRaw,
 )
+from knee.core.records.engine import EngineSide
 from knee.plan.arms import differences, in_variable, shown_variable
 
 METRICS = metrics.NAMES  # knee.core.metrics declares each
@@ -413,7 +414,7 @@ def compare(plan: Plan, sessions: Sessions,
     return cast(Comparison, out)
 
 
-def engine_side(plan: Plan, sessions: Sessions) -> dict[str, Any]:
+def engine_side(plan: Plan, sessions: Sessions) -> EngineSide:
     """What the engine resolved, compared between the arms (boots that recorded it only), and
     where requests may end at end-of-sequence, the lengths it generated."""
     boots = [s["boot"] for s in sessions.values()]

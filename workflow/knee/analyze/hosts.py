@@ -17,6 +17,7 @@ from typing import Any
 from knee.analyze import inference
 from knee.analyze.adjust import covariate
 from knee.core.records import BarRule
+from knee.core.records.verdict import HostRule, HostSpread, HostsSection
 
 
 def pair_hosts(boots: Sequence[Mapping[str, Any]]) -> dict[int, list[str]]:
@@ -35,7 +36,7 @@ def pair_hosts(boots: Sequence[Mapping[str, Any]]) -> dict[int, list[str]]:
 
 def section(rules: Sequence[BarRule], judged: Sequence[Mapping[str, Any]],
             boots: Sequence[Mapping[str, Any]], comparison: Mapping[str, Any],
-            alpha: float) -> dict[str, Any] | None:
+            alpha: float) -> HostsSection | None:
     """The bar's `hosts` section, or None where every session ran on one host."""
     by_pair = pair_hosts(boots)
     hosts: list[str] = []
@@ -44,27 +45,25 @@ def section(rules: Sequence[BarRule], judged: Sequence[Mapping[str, Any]],
     if len(hosts) < 2:
         return None
     split = [p for p, seen in by_pair.items() if len(seen) > 1]
-    out: dict[str, Any] = {
+    return {
         "hosts": [{"boot_id": h, "pairs": [p for p, seen in by_pair.items() if seen == [h]]}
                   for h in hosts],
         "split_pairs": [{"pair": p, "hosts": by_pair[p]} for p in split],
         "rules": [judge_rule(rule, verdict, comparison, by_pair, hosts, split, alpha)
                   for rule, verdict in zip(rules, judged, strict=True)
                   if verdict.get("per_pair") and verdict.get("estimate") is not None]}
-    return out
 
 
 def judge_rule(rule: BarRule, verdict: Mapping[str, Any],
                comparison: Mapping[str, Any], by_pair: Mapping[int, list[str]],
-               hosts: list[str], split: list[int], alpha: float) -> dict[str, Any]:
+               hosts: list[str], split: list[int], alpha: float) -> HostRule:
     """One rule: each host's spread of the per-pair effect and, where a pair is split across
     hosts, the rule judged without it (on the effect the verdict used)."""
     pairs = [p["pair"] for p in verdict["per_pair"]]
     measured, used = covariate.used_effects(rule, verdict, comparison)
     adjustment = verdict.get("adjustment") or {}
-    out: dict[str, Any] = {"rule": verdict["rule"], "adjusted": bool(adjustment.get("applied")),
-                           "per_host": [spread(h, pairs, by_pair, measured, used)
-                                        for h in hosts]}
+    out: HostRule = {"rule": verdict["rule"], "adjusted": bool(adjustment.get("applied")),
+                     "per_host": [spread(h, pairs, by_pair, measured, used) for h in hosts]}
     if split:
         kept = [e for p, e in zip(pairs, used, strict=True) if p not in split]
         eff = inference.effect(kept)
@@ -78,7 +77,7 @@ def judge_rule(rule: BarRule, verdict: Mapping[str, Any],
 
 
 def spread(host: str, pairs: list[int], by_pair: Mapping[int, list[str]],
-           measured: list[float], used: list[float]) -> dict[str, Any]:
+           measured: list[float], used: list[float]) -> HostSpread:
     """The SD over one host's own pairs of the per-pair effect (log ratio, as a %), as
     measured and as the verdict used it; None with fewer than two pairs."""
     mine = [i for i, p in enumerate(pairs) if by_pair.get(p) == [host]]

@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from scipy import stats
@@ -146,7 +146,16 @@ def mde_pct(eff: Effect, alpha: float, power: float = 0.8) -> float | None:
     return to_pct(width)
 
 
-def false_positives(rows: Sequence[ComparisonRow]) -> dict[str, Any]:
+class FalsePositives(TypedDict):
+    """How many across-pairs intervals exclude zero, of how many, at what confidence."""
+
+    rows: int
+    excluding_zero: int
+    rate_pct: float | None
+    confidence: float | None
+
+
+def false_positives(rows: Sequence[ComparisonRow]) -> FalsePositives:
     """Across-pairs rows whose interval excludes zero: in an A/A experiment each is a false
     positive."""
     across = [r for r in rows if r["pair"] == "all" and r["interval"]]

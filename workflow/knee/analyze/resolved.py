@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from knee.analyze.folder import Sessions, paired_requests
+from knee.core.records.engine import EngineDifference, EngineResolved
 from knee.plan import secrets
 
 # vLLM's log prefix: "(APIServer pid=1) INFO 12-01 10:00:00 [file.py:12] " (the process tag
@@ -31,7 +32,7 @@ def message(line: str) -> str:
     return PREFIX.sub("", line.strip())
 
 
-def read(log_text: str) -> dict[str, Any]:
+def read(log_text: str) -> EngineResolved:
     """{non_default_args: {...} or None, changes: [message, ...]} from an engine log."""
     args = None
     changes: list[str] = []
@@ -78,17 +79,17 @@ def variable_keys(variable: str | list[str] | None) -> set[str]:
 
 
 def differences(variable: str | list[str] | None,
-                boots: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+                boots: Sequence[Mapping[str, Any]]) -> list[EngineDifference]:
     """Every engine-side difference between the arms beyond the variable, over all boots:
     a change the engine made in one arm's boots only, or a non-default argument the arms
     ran with differently. Boots without what the engine resolved (older runs) are skipped."""
-    by_arm: dict[str, list[dict[str, Any]]] = {"control": [], "candidate": []}
+    by_arm: dict[str, list[EngineResolved]] = {"control": [], "candidate": []}
     for boot in boots:
         if boot.get("engine_resolved"):
             by_arm[boot["arm"]].append(boot["engine_resolved"])
     if not by_arm["control"] or not by_arm["candidate"]:
         return []
-    out = []
+    out: list[EngineDifference] = []
     seen = {arm: {c for r in got for c in r["changes"]} for arm, got in by_arm.items()}
     for change in sorted(seen["control"] ^ seen["candidate"]):
         arm = "control" if change in seen["control"] else "candidate"
@@ -120,13 +121,13 @@ LENGTH_PCT = 5.0
 LENGTH_Z = 3.0
 
 
-def length_differences(sessions: Sessions) -> list[dict[str, Any]]:
+def length_differences(sessions: Sessions) -> list[EngineDifference]:
     """sessions[(pair, arm)] = {"raw": {instrument: raw}}. Each point whose requests may end at
     end-of-sequence and whose arms generated different lengths for the same requests (each
     request of the candidate against the control's same request in its pair: the mean
     difference beyond LENGTH_PCT % of the control's mean and LENGTH_Z standard errors): a
     throughput then compares different work, a difference the engine made on its own."""
-    out = []
+    out: list[EngineDifference] = []
     for inst, point, control, candidate, same in paired_requests(sessions, lambda p, r: (
             not p.get("profile", {}).get("ignore_eos", True)
             and not r["warmup"] and not r["error"])):

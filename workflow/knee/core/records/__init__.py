@@ -12,6 +12,7 @@ from knee.core.records.base import Section as Section
 from knee.core.records.base import Stamped as Stamped
 from knee.core.records.calibration import Calibration, CalibrationRef
 from knee.core.records.covariate import Adjustment, ContrastSection, CovariateSection, CpuSpeed
+from knee.core.records.engine import EngineDifference, EngineResolved
 from knee.core.records.recommendation import (
     AcceptanceFit,
     BestAt,
@@ -27,7 +28,7 @@ from knee.core.records.recommendation import (
     VerifyGain,
 )
 from knee.core.records.sampling import ArmPooled, SamplingCheck, SessionRejudged, SessionsAt
-from knee.core.records.verdict import Family, PairEffect, Robustness
+from knee.core.records.verdict import Family, HostsSection, PairEffect, Robustness
 from knee.core.records.window import CounterDisagreement
 from knee.core.records.window import WindowMetrics as WindowMetrics
 
@@ -139,7 +140,7 @@ class BootReceipt(Stamped, total=False):
     image_digest: str
     listening: list[Section]
     env_inherited: list[str]
-    engine_resolved: Section
+    engine_resolved: EngineResolved
     sampling_check: list[SamplingCheck]
     idle_speed: IdleSpeed
 
@@ -285,7 +286,7 @@ class Comparison(Stamped, total=False):
     noise_method: str
     host_flags: Any
     gpu: Any
-    engine_differences: Any
+    engine_differences: list[EngineDifference]
     same_work: list[SameWorkRow]
     windows_not_held: list[Section]
     latency: list[LatencyRow]
@@ -364,7 +365,7 @@ class BarVerdict(Stamped, total=False):
     # bar.adjust: the arms' speed difference between figures' spans
     covariate_contrast: ContrastSection
     rules_verdict: str
-    hosts: Section
+    hosts: HostsSection
     family: Family
 
 

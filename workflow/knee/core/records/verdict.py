@@ -70,3 +70,54 @@ class Family(TypedDict):
     fail_error_at_most: float
     pass_error_at_most: float
     statement: str
+
+
+class HostPairs(TypedDict):
+    """A host (its boot id) and the pairs it measured whole."""
+
+    boot_id: str
+    pairs: list[int]
+
+
+class SplitPair(TypedDict):
+    """A pair whose two sessions ran on different hosts, in the order they ran."""
+
+    pair: int
+    hosts: list[str]
+
+
+class HostSpread(TypedDict):
+    """The SD over one host's own pairs of a rule's per-pair effect, as measured and as the
+    verdict used it (None with fewer than two pairs)."""
+
+    boot_id: str
+    pairs: int
+    sd_pct: float | None
+    sd_used_pct: float | None
+
+
+class WithoutSplit(TypedDict):
+    """A rule judged again without its split pairs (deciding nothing)."""
+
+    pairs: int
+    verdict: str
+    estimate: float | None
+    interval: list[float] | None
+
+
+class HostRule(TypedDict, total=False):
+    """One rule over the hosts: each host's spread and, where pairs were split, the rule
+    without them."""
+
+    rule: Required[str]
+    adjusted: Required[bool]
+    per_host: Required[list[HostSpread]]
+    without_split_pairs: WithoutSplit
+
+
+class HostsSection(TypedDict):
+    """bar.json's hosts: a folder measured on several hosts (knee.analyze.hosts)."""
+
+    hosts: list[HostPairs]
+    split_pairs: list[SplitPair]
+    rules: list[HostRule]
