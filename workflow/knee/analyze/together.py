@@ -15,6 +15,14 @@ from typing import Any
 
 from knee.analyze.folder import Sessions
 from knee.core.records import Plan, PlannedSession
+from knee.core.records.together import (
+    InterleavedWindow,
+    SimultaneousWindow,
+    SpanAgreement,
+    Together,
+    TogetherSection,
+    TurnAgreement,
+)
 from knee.plan import together as ptogether
 
 METHOD = ("Simultaneous order: both arms of a pair boot at once on their own CPU and GPU sets "
@@ -35,7 +43,7 @@ INTERLEAVED_METHOD = (
     "median gap from one arm's turn ending to the other's beginning.")
 
 
-def section(plan: Plan, sessions: Sessions) -> dict[str, Any]:
+def section(plan: Plan, sessions: Sessions) -> TogetherSection:
     """The `simultaneous` or `interleaved` section of such a plan's comparison; {} for any
     other."""
     planned = {s["id"]: s for s in (plan.get("protocol") or {}).get("sessions", [])}
@@ -43,7 +51,7 @@ def section(plan: Plan, sessions: Sessions) -> dict[str, Any]:
         return {}
     if plan["protocol"]["order"] == ptogether.INTERLEAVED:
         return interleaved(plan, planned, sessions)
-    windows: list[dict[str, Any]] = [
+    windows: list[SimultaneousWindow] = [
         {"pair": pair, "instrument": name, "sets": sets, **span_agreement(mine, theirs)}
         for pair, name, sets, mine, theirs in paired_windows(planned, sessions)]
     return {"simultaneous": {
@@ -52,7 +60,7 @@ def section(plan: Plan, sessions: Sessions) -> dict[str, Any]:
         "min_overlap": min((w["overlap"] for w in windows), default=None)}}
 
 
-def span_agreement(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
+def span_agreement(a: Together, b: Together) -> SpanAgreement:
     """How far apart two windows began, and the share of the longer one both ran."""
     both = min(a["ended"], b["ended"]) - max(a["began"], b["began"])
     longer = max(a["ended"] - a["began"], b["ended"] - b["began"])
@@ -61,7 +69,7 @@ def span_agreement(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
 
 
 def paired_windows(planned: dict[str, PlannedSession], sessions: Sessions) -> Iterator[
-        tuple[int, str, dict[str, int], dict[str, Any], dict[str, Any]]]:
+        tuple[int, str, dict[str, int], Together, Together]]:
     """(pair, window, sets, the control's and the candidate's `together` records) of every
     window both arms of a pair recorded."""
     for (pair, arm), sess in sorted(sessions.items()):
@@ -77,8 +85,9 @@ def paired_windows(planned: dict[str, PlannedSession], sessions: Sessions) -> It
 
 
 def interleaved(plan: Plan, planned: dict[str, PlannedSession],
-                sessions: Sessions) -> dict[str, Any]:
-    seed, windows = plan["protocol"]["seed"], []
+                sessions: Sessions) -> TogetherSection:
+    seed = plan["protocol"]["seed"]
+    windows: list[InterleavedWindow] = []
     for pair, name, sets, mine, theirs in paired_windows(planned, sessions):
         turns = {"control": mine.get("turns") or [], "candidate": theirs.get("turns") or []}
         windows.append({"pair": pair, "instrument": name, "sets": sets,
@@ -94,7 +103,7 @@ def interleaved(plan: Plan, planned: dict[str, PlannedSession],
 
 
 def turn_agreement(turns: dict[str, list[list[Any]]], seed: int, pair: int,
-                   window: str) -> dict[str, Any]:
+                   window: str) -> TurnAgreement:
     """Whether the arms took the same units in the registered order, for how long both sent
     at once, and the median handoff between them."""
     units = {arm: len(t) for arm, t in turns.items()}

@@ -28,6 +28,7 @@ from knee.analyze import resolved
 from knee.core import jsonio, layout, rawfiles
 from knee.core.errors import KneeError
 from knee.core.records import Plan, PlannedSession, Section
+from knee.core.records.together import Together
 from knee.instruments import instrument_names
 from knee.measure import cache, preboot, progress, receipts, samplecheck, together
 from knee.measure.host import facts as hostfacts
@@ -331,7 +332,7 @@ def check_flags(s: Session, engine_facts: Section) -> None:
 
 def measure(engine: Served, plan: Plan, name: str, sid: str, out: Path, model: Section,
             client_cpus: list[int] | None = None, engine_cpus: list[int] | None = None,
-            meet: Callable[[], Section] | None = None,
+            meet: Callable[[], Together] | None = None,
             turns: together.Turns | None = None) -> None:
     """One instrument window: scrape, traffic, scrape (`meet`: waits for the simultaneous
     partner, just before the traffic; `turns`: interleaved order, the traffic takes turns with
@@ -352,8 +353,9 @@ def measure(engine: Served, plan: Plan, name: str, sid: str, out: Path, model: S
         result = spec.run(target, plan["instruments"][name])
         ended = time.monotonic()
         if met:  # the window's own span, on the clock both sessions share
-            met = {**met, "began": round(began, 6), "ended": round(time.time(), 6),
-                   **({"turns": turns.log} if turns else {})}
+            met["began"], met["ended"] = round(began, 6), round(time.time(), 6)
+            if turns:
+                met["turns"] = turns.log
         host_after, group_after = hostfacts.snapshot(), hostfacts.group_cpu(pgid)
     took = ended - started
     for point, span in target.spans:  # each run's own span: the covariate of its figures

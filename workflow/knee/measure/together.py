@@ -26,6 +26,7 @@ from typing import Any
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Plan, PlannedSession, Section
+from knee.core.records.together import Together
 from knee.plan import together as ptogether
 
 LEAD_S = 0.25  # from the later session's ready to the start: both are sleeping by then
@@ -61,7 +62,7 @@ def meeting_dir(root: Path, pair: int) -> Path:
     return Path(root) / ".run" / "together" / str(pair)
 
 
-def meet(root: Path, info: Mapping[str, Any], window: str, timeout_s: float) -> Section:
+def meet(root: Path, info: Mapping[str, Any], window: str, timeout_s: float) -> Together:
     """Wait for the partner session to be ready for `window` too, then until the common start;
     what the raw window records of it."""
     where = meeting_dir(root, info["pair"])

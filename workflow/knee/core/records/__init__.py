@@ -28,6 +28,7 @@ from knee.core.records.recommendation import (
     VerifyGain,
 )
 from knee.core.records.sampling import ArmPooled, SamplingCheck, SessionRejudged, SessionsAt
+from knee.core.records.together import Interleaved, Simultaneous, Together
 from knee.core.records.verdict import Family, HostsSection, PairEffect, Robustness
 from knee.core.records.window import CounterDisagreement
 from knee.core.records.window import WindowMetrics as WindowMetrics
@@ -186,7 +187,7 @@ class RawFile(Stamped, total=False):
     points: Required[list[RawWindow]]
     host: Section
     warmup: Section
-    together: Section
+    together: Together
 
 
 class InstrumentRun(TypedDict):
@@ -298,8 +299,8 @@ class Comparison(Stamped, total=False):
     sampling_undecided: list[SessionsAt]
     sampling_pooled: list[ArmPooled]
     sampling_rejudged: list[SessionRejudged]
-    simultaneous: Section
-    interleaved: Section
+    simultaneous: Simultaneous
+    interleaved: Interleaved
     # a verification run's predicted against measured (knee.analyze.verification)
     prediction: Section
     # windows whose raw records disagree with the server's counters (none: no key)
