@@ -73,7 +73,7 @@ def host_line(raw: dict) -> str:
 
 
 def report(root: Path, rules: list[dict]) -> float | None:
-    from knee.analyze.compare import arm_figures
+    from knee.analyze.armfigures import arm_figures
 
     plan = jsonio.read(root / "plan.json", "plan")
     boots = aa.boots_of([root], plan["arms"]["control"])
@@ -97,9 +97,9 @@ def report(root: Path, rules: list[dict]) -> float | None:
 def speed_vs_figures(root: Path, plan: dict) -> None:
     """Does the engine's speed follow the host's? How far the engine CPU's speed moved between
     the windows, and the correlation over boots between it and each bar figure."""
-    from knee.analyze import compare, folder
+    from knee.analyze import folder, hostfigures
 
-    speed = compare.host_speed(plan, folder.load_sessions(plan, root))
+    speed = hostfigures.host_speed(plan, folder.load_sessions(plan, root))
     if not speed:
         return
     lo, hi = speed["range"]

@@ -16,7 +16,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from knee.analyze import compare
+from knee.analyze import armfigures
 from knee.analyze.folder import load_sessions
 from knee.analyze.stats import point_summary
 from knee.core import jsonio
@@ -53,7 +53,7 @@ def main() -> int:
             for point, got in by_point.items():
                 runs.setdefault(point, []).append(got)
             if "fixture" in s["raw"]:
-                fixture.append(compare.arm_figures(s["raw"]["fixture"])["all"]["decode_rate_p50"])
+                fixture.append(armfigures.arm_figures(s["raw"]["fixture"])["all"]["decode_rate_p50"])
     print(f"{sum(len(b) for b in runs.values()) // max(len(runs), 1)} boots from "
           f"{', '.join(str(r) for r in a.results)}")
     print("point | runs per boot | metric | within-boot CV | between-boot CV")

@@ -5,7 +5,7 @@ far the requests' levels differ."""
 import math
 import random
 
-from knee.analyze import compare, inference
+from knee.analyze import armfigures, inference
 
 
 def test_the_paired_figure_is_the_mean_of_each_requests_own_log_ratio():
@@ -19,8 +19,8 @@ def test_the_paired_figure_is_the_mean_of_each_requests_own_log_ratio():
                 {"warmup": False, "t_send": 0.0, "t_first": 0.1, "t_last": 0.1 + 63 / r,
                  "t_done": 0.1 + 63 / r, "output_tokens": 64, "chunks": 64} for r in rs]}]}
 
-    a = compare.arm_figures(raw(rates))
-    b = compare.arm_figures(raw([r * math.exp(c) for r, c in zip(rates, change, strict=True)]))
+    a = armfigures.arm_figures(raw(rates))
+    b = armfigures.arm_figures(raw([r * math.exp(c) for r, c in zip(rates, change, strict=True)]))
     paired = inference.log_ratio(a["all"]["decode_rate_gmean"], b["all"]["decode_rate_gmean"])
     assert math.isclose(paired, sum(change) / len(change), rel_tol=1e-9)
     assert a["code"]["decode_rate_gmean"] == a["all"]["decode_rate_gmean"]

@@ -302,7 +302,7 @@ def test_the_audit_holds_a_verification_to_its_sealed_prediction_not_its_source(
 
 
 def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_compares(tmp_path):
-    from knee.analyze import compare, verification
+    from knee.analyze import hostfigures, verification
 
     sampled = ROOT / "results" / "aa-cpu"  # sampled while each window ran
     plan = jsonio.read(sampled / "plan.json", "plan")
@@ -328,11 +328,11 @@ def test_the_recommendation_carries_its_runs_cpu_speed_and_the_verification_comp
         {"session": "1-candidate", "instrument": "sweep", "speed": 25.0},
         {"session": "1-candidate", "instrument": "fixture", "speed": 99.0}]}
     registered = jsonio.read(file, "recommendation")
-    here = compare.instrument_speed(comparison["host_speed"], "sweep")
+    here = hostfigures.instrument_speed(comparison["host_speed"], "sweep")
     shown = verification.section(vplan, comparison, registered, here)
     assert shown["speed"] == {"measured_run": 20.0, "this_run": 24.5,
                               "difference_pct": pytest.approx(22.5)}
-    assert compare.instrument_speed(comparison["host_speed"], "depth") is None
+    assert hostfigures.instrument_speed(comparison["host_speed"], "depth") is None
     assert verification.section(vplan, comparison, registered, None)["speed"] is None
 
 

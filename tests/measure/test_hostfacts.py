@@ -36,13 +36,13 @@ def test_unreadable_proc_says_so(tmp_path):
 
 
 def test_busy_host_windows_are_flagged_in_the_comparison():
-    from knee.analyze import compare
+    from knee.analyze import hostfigures
 
     def session(foreign, steal):
         host = {"readable": True, "client_cpus_foreign_busy": foreign,
                 "cpus": {"cpu0": {"busy": 1.0, "steal": steal, "iowait": 0.0}}}
         return {"raw": {"sweep": {"host": host}, "fixture": {}}}
-    flags = compare.host_flags({(1, "control"): session(0.95, 0.0),
+    flags = hostfigures.host_flags({(1, "control"): session(0.95, 0.0),
                                 (1, "candidate"): session(0.02, 0.05)})
     assert flags == ["1-candidate/sweep: the hypervisor stole 5.0% of a CPU during the window",
                      "1-control/sweep: the load generator's CPUs were 95% busy with other work "

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-from knee.analyze import bar, compare, inference
+from knee.analyze import armfigures, bar, compare, inference
 from knee.analyze.folder import Sessions, load_sessions
 from knee.analyze.inference import FalsePositives
 from knee.analyze.noise import spread_pct
@@ -90,7 +90,7 @@ def boot_spread(boots: Sequence[LoadedSession], rules: list[BarRule]) -> BootSpr
     and the median over the points (the noise target of the embedded default)."""
     out: dict[str, float | None] = {}
     for rule in rules:
-        figures = [compare.arm_figures(b["raw"][rule["instrument"]]).get(rule["point"], {})
+        figures = [armfigures.arm_figures(b["raw"][rule["instrument"]]).get(rule["point"], {})
                    for b in boots]
         out[rule["name"]] = spread_pct([f.get(rule["metric"]) for f in figures])
     values = [v for v in out.values() if v is not None]

@@ -6,8 +6,7 @@ engine version matches, and the resolved servers differ only in the declared var
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -23,12 +22,12 @@ from knee.analyze import (
     verification,
 )
 from knee.analyze.adjust import covariate
+from knee.analyze.armfigures import METRICS, arm_figures, delta_pct
 from knee.analyze.folder import Sessions
-from knee.analyze.stats import decode_rate, fmean, gmean, mean, pct, point_summary
+from knee.analyze.hostfigures import gpu_clocks, host_flags, host_speed, instrument_speed
+from knee.analyze.stats import decode_rate, mean
 from knee.analyze.window import held, prom
-from knee.core import metrics
 from knee.core.records import (
-    BarRule,
     Comparison,
     ComparisonRow,
     LoadedSession,
@@ -37,12 +36,10 @@ from knee.core.records import (
     RawFile,
     Recommendation,
     RowInterval,
-    SessionRaw,
 )
 from knee.core.records.engine import EngineSide
 from knee.plan.arms import differences, in_variable, shown_variable
 
-METRICS = metrics.NAMES  # knee.core.metrics declares each
 NOISE_METHOD = ("noise_pct is the largest of the run-to-run spread of either arm at the point "
                 "and the control's spread across its boots. A per-pair row's interval is a "
                 "bootstrap over requests (2000 resamples, seeded) of the delta of the p50 "
@@ -88,42 +85,6 @@ def validate_pair(pair: int, control: LoadedSession, candidate: LoadedSession,
             cmp(where, f"server.{setting}", a, b)
     checked.append(f"{where}:server (all but {shown_variable(variable)})")
     return checked, bad
-
-
-# a point's figures: each metric's value (None where the window gives none), and errors
-Figures = dict[str, float | None]
-
-
-def arm_figures(raw: RawFile,
-                withheld: Mapping[float | str, str] | None = None) -> dict[Point, Figures]:
-    """Per point: the mean over runs of each run's figures, plus a fixture-wide 'all'; a point
-    sampled where an engine of the experiment does not sample as asked has none
-    (knee.analyze.sampling.withheld)."""
-    by_point: dict[Point, list[dict[str, Any]]] = {}
-    points = [p for p in raw["points"] if not sampling.point_reason(withheld or {}, p)]
-    raw = {**raw, "points": points}
-    for p in raw["points"]:
-        by_point.setdefault(p["point"], []).append(point_summary(p))
-    out: dict[Point, Figures] = {}
-    for point, runs in by_point.items():
-        out[point] = {m: mean([r[m] for r in runs]) for m in METRICS}
-        out[point]["errors"] = sum(r["errors"] for r in runs)
-        # paired over requests: the geometric mean over every run's requests at once
-        out[point]["decode_rate_gmean"] = gmean([
-            decode_rate(r) for p in raw["points"] if p["point"] == point
-            for r in p["records"] if not r["warmup"]])
-    if instruments.get(raw["instrument"]).pools:
-        recs = [r for p in raw["points"] for r in p["records"] if not r["warmup"]]
-        rates = [decode_rate(r) for r in recs]
-        out["all"] = {"decode_rate_p50": pct(rates, 50), "decode_rate_gmean": gmean(rates),
-                      "throughput": None, "ttft_p50": None, "errors": 0}
-    return out
-
-
-def delta_pct(control: float | None, candidate: float | None) -> float | None:
-    if control in (None, 0) or candidate is None:
-        return None
-    return 100.0 * (candidate - control) / control
 
 
 # (instrument, point, metric): one figure of a window
@@ -256,110 +217,6 @@ def derived(sessions: Sessions, valid: bool) -> dict[str, list[Any]]:
     ran = set(next(iter(sessions.values()))["raw"])
     return {section.key: section.derive(windows(name, sessions)) if valid and name in ran
             else [] for name, section in instruments.derived()}
-
-
-FOREIGN_BUSY = 0.10  # the load generator's CPUs busy with other work beyond this: flagged
-STEAL = 0.02  # the hypervisor took more than this share of a CPU: flagged
-
-
-def host_flags(sessions: Sessions) -> list[str]:
-    """Windows measured while the host did other work (from the facts in each raw file)."""
-    out = []
-    for (pair, arm), s in sorted(sessions.items()):
-        for inst, raw in s["raw"].items():
-            host = raw.get("host") or {}
-            foreign = host.get("client_cpus_foreign_busy")
-            steal = max((c["steal"] for c in host.get("cpus", {}).values()), default=0.0)
-            if foreign is not None and foreign > FOREIGN_BUSY:
-                out.append(f"{pair}-{arm}/{inst}: the load generator's CPUs were "
-                           f"{100 * foreign:.0f}% busy with other work during the window")
-            if steal > STEAL:
-                out.append(f"{pair}-{arm}/{inst}: the hypervisor stole {100 * steal:.1f}% of a "
-                           "CPU during the window")
-    return out
-
-
-def host_speed(plan: Plan, sessions: Mapping[tuple[int, str], SessionRaw]) -> dict[str, Any] | None:
-    """How fast the engine's CPUs ran during each window (the median of the samples taken
-    while it ran, knee.measure.host.speed), their spread, and per bar rule the correlation over
-    boots between that speed and the rule's figure, each arm's figures taken relative to the
-    arm's mean. None where no window was sampled (an older run, or no engine CPUs configured)."""
-    cpus = [f"cpu{c}" for c in plan.get("runtime", {}).get("engine_cpus") or []]
-
-    def speed(host: Mapping[str, Any]) -> float | None:
-        during = host.get("cpu_speed_during") or {}
-        values = [during[c]["median"] for c in cpus if c in during]
-        return mean(values) if values else None
-
-    found = per_window(plan, sessions, speed, "speed")
-    return found and {"cpus": cpus, "method": noise.SPEED_METHOD, **found}
-
-
-def gpu_clocks(plan: Plan, sessions: Sessions) -> dict[str, Any] | None:
-    """The GPUs' SM clock during each window (the median of the samples, knee.measure.host.gpu;
-    the mean over the GPUs), its spread, the throttle reasons seen, and per bar rule the correlation
-    over boots between that clock and the rule's figure. None where no window was sampled."""
-    def clock(host: Mapping[str, Any]) -> float | None:
-        values = [g["sm_clock_mhz"]["median"] for g in (host.get("gpu_during") or {}).values()
-                  if "sm_clock_mhz" in g]
-        return mean(values) if values else None
-
-    found = per_window(plan, sessions, clock, "sm_clock_mhz")
-    if not found:
-        return None
-    reasons = sorted({r for s in sessions.values() for raw in s["raw"].values()
-                      for g in ((raw.get("host") or {}).get("gpu_during") or {}).values()
-                      for r, share in g.get("reasons", {}).items() if share > 0})
-    return {"gpus": plan.get("runtime", {}).get("gpus"), "reasons_seen": reasons, **found}
-
-
-def per_window(plan: Plan, sessions: Mapping[tuple[int, str], SessionRaw],
-               pick: Callable[[Mapping[str, Any]], float | None],
-               name: str) -> dict[str, Any] | None:
-    """One figure of each window's host facts (pick(host) -> value or None), its range and
-    spread, and per bar rule how closely the rule's figure followed it over the boots."""
-    values: dict[tuple[int, str, str], float] = {}
-    for (pair, arm), s in sorted(sessions.items()):
-        for inst, raw in sorted(s["raw"].items()):
-            got = pick(raw.get("host") or {})
-            if got is not None:
-                values[(pair, arm, inst)] = got
-    if not values:
-        return None
-    follows = [f for rule in plan.get("bar", {}).get("rules", [])
-               if (f := follows_speed(rule, sessions, values))]
-    return {"windows": [{"session": f"{p}-{a}", "instrument": i, name: round(v, 2)}
-                        for (p, a, i), v in values.items()],
-            "range": [round(min(values.values()), 2), round(max(values.values()), 2)],
-            "spread_pct": round(noise.spread_pct(list(values.values())) or 0.0, 1),
-            "rules": follows}
-
-
-def instrument_speed(speed: dict[str, Any] | None, instrument: str) -> float | None:
-    """The median engine-CPU speed over one instrument's windows of a host_speed summary."""
-    values = [w["speed"] for w in (speed or {}).get("windows", []) if w["instrument"] == instrument]
-    return round(statistics.median(values), 2) if values else None
-
-
-def follows_speed(rule: BarRule, sessions: Mapping[tuple[int, str], SessionRaw],
-                  speeds: Mapping[tuple[int, str, str], float]) -> dict[str, Any] | None:
-    """The correlation over boots between the engine CPU's speed in the rule's window and the
-    rule's figure relative to its arm's mean (so the arms' difference does not count)."""
-    xs, ys = [], []
-    for arm in ("control", "candidate"):
-        got = []
-        for (pair, a), s in sorted(sessions.items()):
-            raw, key = s["raw"].get(rule["instrument"]), (pair, a, rule["instrument"])
-            if a == arm and raw and key in speeds:
-                figure = arm_figures(raw).get(rule["point"], {}).get(rule["metric"])
-                if figure:
-                    got.append((speeds[key], figure))
-        xs += [x for x, _ in got]
-        ys += [y / fmean([v for _, v in got]) for _, y in got]
-    if len(xs) < 4 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return None
-    return {"rule": rule["name"], "boots": len(xs),
-            "correlation": round(statistics.correlation(xs, ys), 3)}
 
 
 def compare(plan: Plan, sessions: Sessions,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from knee import instruments
-from knee.analyze import compare, sampling
+from knee.analyze import armfigures, sampling
 from knee.analyze.adjust import covariate
 from knee.analyze.folder import load_sessions, load_stops
 from knee.analyze.stats import fmean, mean, point_summary
@@ -175,7 +175,7 @@ def boot_figure(raw: RawFile, rule: BarRule, cpus: list[str],
     speed where runs did not record their own; the boot's `idle` probe speed, where the
     covariate is idle_speed, for all of them); a figure knee withholds
     (knee.analyze.sampling: `withheld`) is none."""
-    figure = compare.arm_figures(raw, withheld).get(rule["point"], {}).get(rule["metric"])
+    figure = armfigures.arm_figures(raw, withheld).get(rule["point"], {}).get(rule["metric"])
     speed: float | None
     window: float | None
     if idle is not None:

@@ -29,7 +29,7 @@ from typing import TypedDict, cast
 import numpy as np
 
 from knee import instruments
-from knee.analyze import compare
+from knee.analyze import hostfigures
 from knee.analyze.folder import Named, reader, realized_sessions
 from knee.analyze.recommend import parts, speculation
 from knee.analyze.recommend.parts import RESAMPLES, Resamples, load
@@ -81,7 +81,7 @@ def check_sweep(plan: Plan) -> None:
 
 class SweepSession(SessionRaw):
     """A realized session's sweep window, as a recommendation reads it: its id and its raw
-    file under "raw"["sweep"] (the shape compare.host_speed reads)."""
+    file under "raw"["sweep"] (the shape hostfigures.host_speed reads)."""
 
     id: str
 
@@ -89,7 +89,7 @@ class SweepSession(SessionRaw):
 def sweep_windows(plan: Plan, root: Path,
                   named: Named | None = None) -> dict[tuple[int, str], SweepSession]:
     """Every realized session's sweep window, read once: {(pair, arm): {"id", "raw"}}, the raw
-    under "raw"["sweep"] as compare.host_speed takes sessions."""
+    under "raw"["sweep"] as hostfigures.host_speed takes sessions."""
     out: dict[tuple[int, str], SweepSession] = {}
     name, read = load(), reader(named)
     for s in realized_sessions(plan, root, named):  # protocol order
@@ -293,4 +293,4 @@ def build(plan: Plan, root: Path, named: Named | None = None) -> Recommendation:
 def sweep_speed(plan: Plan, sweeps: dict[tuple[int, str], SweepSession]) -> float | None:
     """The median speed of the engine's CPU over the sweep windows (None before it was sampled):
     a verification run measured on a faster or slower host says by how much."""
-    return compare.instrument_speed(compare.host_speed(plan, sweeps), load())
+    return hostfigures.instrument_speed(hostfigures.host_speed(plan, sweeps), load())

@@ -11,7 +11,14 @@ from knee.core.records.base import Point as Point
 from knee.core.records.base import Section as Section
 from knee.core.records.base import Stamped as Stamped
 from knee.core.records.calibration import Calibration, CalibrationRef
-from knee.core.records.covariate import Adjustment, ContrastSection, CovariateSection, CpuSpeed
+from knee.core.records.covariate import (
+    Adjustment,
+    ContrastSection,
+    CovariateSection,
+    CpuSpeed,
+    GpuClocks,
+    HostSpeed,
+)
 from knee.core.records.engine import EngineDifference, EngineResolved
 from knee.core.records.recommendation import (
     AcceptanceFit,
@@ -285,14 +292,14 @@ class Comparison(Stamped, total=False):
     interval_method: Required[str]
     variable: Any
     noise_method: str
-    host_flags: Any
-    gpu: Any
+    host_flags: list[str]
+    gpu: GpuClocks
     engine_differences: list[EngineDifference]
     same_work: list[SameWorkRow]
     windows_not_held: list[Section]
     latency: list[LatencyRow]
     covariate: CovariateSection
-    host_speed: Any
+    host_speed: HostSpeed
     fixture_classes: Any
     depth_curves: Any
     sampling_withheld: list[SessionsAt]

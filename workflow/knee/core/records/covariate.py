@@ -2,7 +2,7 @@
 .covariate reads it): each CPU's speed over a span, the comparison's covariate section, the
 balance check and the arm contrast, and what the adjustment did to a rule."""
 
-from typing import Required, TypedDict
+from typing import Any, Required, TypedDict
 
 
 class CpuSpeed(TypedDict):
@@ -67,3 +67,52 @@ class Adjustment(TypedDict, total=False):
     applied: Required[bool]
     balance: Balance
     reason: str
+
+
+class FollowsSpeed(TypedDict):
+    """The correlation over boots between a window figure of the host and a rule's figure
+    (each relative to its arm's mean)."""
+
+    rule: str
+    boots: int
+    correlation: float
+
+
+class WindowSpread(TypedDict):
+    """A figure of the host over the windows: its range, its spread, and what followed it."""
+
+    range: list[float]
+    spread_pct: float
+    rules: list[FollowsSpeed]
+
+
+class SpeedWindow(TypedDict):
+    """The engine CPUs' speed during one window."""
+
+    session: str
+    instrument: str
+    speed: float
+
+
+class ClockWindow(TypedDict):
+    """The GPUs' SM clock during one window."""
+
+    session: str
+    instrument: str
+    sm_clock_mhz: float
+
+
+class HostSpeed(WindowSpread):
+    """comparison.json's host_speed: the engine CPUs sampled and how, and each window's speed."""
+
+    cpus: list[str]
+    method: str
+    windows: list[SpeedWindow]
+
+
+class GpuClocks(WindowSpread):
+    """comparison.json's gpu: the GPUs, the throttle reasons seen, and each window's clock."""
+
+    gpus: Any
+    reasons_seen: list[str]
+    windows: list[ClockWindow]
