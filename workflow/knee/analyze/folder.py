@@ -17,6 +17,7 @@ from knee.core.records import (
     RawFile,
     RawWindow,
     Recommendation,
+    RequestRecord,
     Section,
     StopReceipt,
 )
@@ -25,7 +26,7 @@ from knee.plan import stopping
 # (pair, arm) -> {"boot", "raw": {instrument: raw}, "files": {kind: path}}: what
 # load_sessions reads of a folder, and the comparison takes
 Sessions = dict[tuple[int, str], LoadedSession]
-Requests = dict[tuple[Any, ...], dict[str, Any]]  # (pair, run, index) -> a raw record
+Requests = dict[tuple[Any, ...], RequestRecord]  # (pair, run, index) -> a raw record
 
 
 class SessionReceipts(TypedDict):
@@ -35,7 +36,7 @@ class SessionReceipts(TypedDict):
     stops: dict[str, StopReceipt]
 
 
-def paired_requests(sessions: Sessions, keep: Callable[[RawWindow, Section], bool]
+def paired_requests(sessions: Sessions, keep: Callable[[RawWindow, RequestRecord], bool]
                     ) -> Iterator[tuple[str, str, Requests, Requests, list[tuple[Any, ...]]]]:
     """Per instrument point: (instrument, point, the control's requests, the candidate's, the
     keys both have), each request by (pair, run, index), so that the candidate's is set

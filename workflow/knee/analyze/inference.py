@@ -25,7 +25,7 @@ from scipy import stats
 
 from knee.analyze.stats import decode_rate, e2e, fmean, ttft
 from knee.core import metrics, rulekinds
-from knee.core.records import BarRule, ComparisonRow
+from knee.core.records import BarRule, ComparisonRow, RequestRecord
 
 PAIRS = "boot pairs"
 REQUESTS = "requests within one boot pair"
@@ -219,7 +219,7 @@ PER_REQUEST = {m.name: (REQUEST_FIGURES[m.request], STATISTICS[m.statistic])
                for m in metrics.METRICS}
 
 
-def within_pair_interval(control: list[dict[str, Any]], candidate: list[dict[str, Any]],
+def within_pair_interval(control: Sequence[RequestRecord], candidate: Sequence[RequestRecord],
                          metric: str,
                          seed: int, n: int = 2000, centre: float | None = None,
                          confidence: float = 0.95) -> list[float] | None:

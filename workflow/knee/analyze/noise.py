@@ -6,11 +6,9 @@ Pure functions over raw instrument payloads (as read from raw/P-ARM/<instrument>
 
 from __future__ import annotations
 
-from typing import Any
-
 from knee.analyze.inference import REQUESTS
 from knee.analyze.stats import fmean, point_summary
-from knee.core.records import Point, RawFile, RowInterval
+from knee.core.records import Point, RawFile, RequestRecord, RowInterval
 
 SPEED_METHOD = ("the engine CPU's speed during a window is the median of samples taken every "
                 "0.25 s while it ran: a fixed piece of work (20000 additions) on that CPU, timed "
@@ -35,7 +33,7 @@ def run_spread(raw: RawFile, metric: str) -> dict[Point, float | None]:
     return {point: spread_pct(vals) for point, vals in by_point.items()}
 
 
-def requests_of(raw: RawFile, point: object) -> list[dict[str, Any]]:
+def requests_of(raw: RawFile, point: object) -> list[RequestRecord]:
     return [r for p in raw["points"] if point in ("all", p["point"])
             for r in p["records"] if not r["warmup"] and not r.get("error")]
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from knee.core.records import RawWindow
+from knee.core.records import RawWindow, RequestRecord
+from knee.core.records.window import ClientSummary
 
 
 def decode_rate(rec: Mapping[str, Any]) -> float | None:
@@ -42,6 +43,12 @@ def e2e(rec: Mapping[str, Any]) -> float | None:
         return None
     out: float = rec["t_done"] - rec["t_send"]
     return out
+
+
+def stream_span(rec: RequestRecord) -> float | None:
+    """Seconds from a request's first streamed token to its last (None before a first)."""
+    first, last = rec["t_first"], rec["t_last"]
+    return last - first if first is not None and last is not None else None
 
 
 def chunk_gaps(rec: Mapping[str, Any]) -> list[float]:
@@ -121,7 +128,7 @@ def point_summary(point: RawWindow) -> dict[str, Any]:
     return out
 
 
-def window_client_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+def window_client_summary(records: Sequence[RequestRecord]) -> ClientSummary:
     """The client's view of a whole window (every request in it), beside the server's."""
     ok = [r for r in records if not r.get("error")]
     ttfts = [ttft(r) for r in ok]

@@ -96,7 +96,8 @@ def curve(raw: RawFile,
         chunks = len(rec["chunk_times"])
         points.append({"depth": p["point"], "decode_rate": decode_rate(rec), "chunks": chunks,
                        "tokens_per_chunk": rec["output_tokens"] / chunks if chunks else None,
-                       "ttft_s": rec["t_first"] - rec["t_send"], "included": True,
+                       "ttft_s": None if (first := rec["t_first"]) is None
+                       else first - rec["t_send"], "included": True,
                        "reason": None})
     tpc = [d["tokens_per_chunk"] for d in points if d["tokens_per_chunk"]]
     typical = median(tpc) if tpc else None

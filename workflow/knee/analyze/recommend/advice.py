@@ -29,7 +29,7 @@ from typing import TypedDict, cast
 import numpy as np
 
 from knee import instruments
-from knee.analyze import hostfigures
+from knee.analyze import hostfigures, stats
 from knee.analyze.folder import Named, reader, realized_sessions
 from knee.analyze.recommend import parts, speculation
 from knee.analyze.recommend.parts import RESAMPLES, Resamples, load
@@ -57,10 +57,11 @@ def point_observation(points: list[RawWindow], c: int, output_tokens: int) -> Po
             if not r["warmup"] and not r.get("error") and len(r["chunk_times"]) > 1]
     if not recs:
         raise Refused(f"{load()} c={c}: no request with two or more chunks: no step time")
-    steps = [(r["t_last"] - r["t_first"]) / (len(r["chunk_times"]) - 1) for r in recs]
+    steps = [span / (len(r["chunk_times"]) - 1) for r in recs
+             if (span := stats.stream_span(r)) is not None]  # every one: two or more chunks
     tokens = sum(r["output_tokens"] - 1 for r in recs) / sum(len(r["chunk_times"]) - 1
                                                           for r in recs)
-    ttft = median(r["t_first"] - r["t_send"] for r in recs)
+    ttft = median(t for r in recs if (t := stats.ttft(r)) is not None)
     e2e = math.fsum(r["t_done"] - r["t_send"] for r in recs) / len(recs)
     thr = sum(r["output_tokens"] for p in points for r in p["records"]
               if not r["warmup"] and not r.get("error")) / math.fsum(p["wall_s"] for p in points)

@@ -169,13 +169,36 @@ class StopReceipt(Stamped, total=False):
     resources: Section
 
 
+class RequestRecord(TypedDict, total=False):
+    """One request as the load generator recorded it (knee.measure.client): when it was sent,
+    its first and last token and when it ended (monotonic seconds), each streamed chunk's time
+    and tokens, the token counts the server gave, and, where the server returned them, the
+    output's token ids and their sha256."""
+
+    index: Required[int]
+    warmup: Required[bool]
+    error: Required[str | None]
+    finish_reason: Required[str | None]
+    output_tokens: Required[int]
+    prompt_tokens: Required[int | None]
+    t_send: Required[float]
+    t_first: Required[float | None]
+    t_last: Required[float | None]
+    t_done: Required[float]
+    chunk_times: Required[list[float]]
+    chunk_tokens: Required[list[int]]
+    server_stamps: Required[Any]
+    output_sha256: str | None
+    output_token_ids: list[int] | None
+
+
 class RawWindow(TypedDict, total=False):
     """One window of load in a raw file: its point, its requests' records, the scrapes."""
 
     point: Required[Point]
     run: Required[int]
     profile: Required[Section]
-    records: Required[list[Section]]
+    records: Required[list[RequestRecord]]
     wall_s: Required[float]
     concurrency_held_share: float | None  # a closed loop's time at its concurrency
     turn_wait_s: float  # interleaved order: the time the partner had its turn

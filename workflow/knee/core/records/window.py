@@ -3,7 +3,17 @@ knee.analyze.window.prom makes them from a window's scrapes and records."""
 
 from typing import Required, TypedDict
 
-from knee.core.records.base import Point, Section, Stamped
+from knee.core.records.base import Point, Stamped
+
+
+class ClientSummary(TypedDict):
+    """The client's view of a whole window (every request in it), beside the server's."""
+
+    requests: int
+    ttft_s_mean: float | None
+    ttft_s_p50: float | None
+    e2e_s_mean: float | None
+    e2e_s_p50: float | None
 
 
 class Histogram(TypedDict):
@@ -60,7 +70,7 @@ class WindowMetrics(Stamped, WindowDeltas, total=False):
 
     session: Required[str]
     instrument: Required[str]
-    client_latency: Required[Section]
+    client_latency: Required[ClientSummary]
     scrapes: list[str]
     temperatures: list[PointMetrics]
 
@@ -73,7 +83,7 @@ class AcceptanceRow(TypedDict, total=False):
     source: Required[str]
     speculation: str | None
     knee_threshold: float | None
-    client_latency: Section | None
+    client_latency: ClientSummary | None
     server_latency: dict[str, Histogram | None] | None
     generation_tokens: float | None
     client_output_tokens: int | None
