@@ -1,6 +1,7 @@
 """Each record type says what its kind of file holds: every key its schema names or requires,
 the schema's required keys Required, and every key of every published file of that kind."""
 
+import functools
 import json
 import types
 from typing import Union, get_args, get_origin, get_type_hints, is_typeddict
@@ -35,12 +36,15 @@ SECTIONS = [
 ]
 
 
+@functools.cache
 def published() -> dict[str, list[dict]]:
-    """Every JSON file under results/ and config/ with a knee schema, by kind."""
+    """Every JSON file under results/ (compressed raw files too) and config/ with a knee schema,
+    by kind."""
     found: dict[str, list[dict]] = {}
-    paths = [*(ROOT / "results").glob("**/*.json"), *(ROOT / "config").glob("**/*.json")]
+    paths = [*(ROOT / "results").glob("**/*.json"), *(ROOT / "results").glob("**/*.json.gz"),
+             *(ROOT / "config").glob("**/*.json")]
     for path in sorted(paths):
-        data = json.loads(jsonio.read_text(path))
+        data = json.loads(jsonio.read_text(path))  # a .gz file expanded
         if isinstance(data, dict) and str(data.get("schema", "")).startswith("knee/"):
             found.setdefault(data["schema"].removeprefix("knee/"), []).append(data)
     return found
