@@ -16,6 +16,7 @@ from knee.analyze.adjust import covariate
 from knee.core import rulekinds
 from knee.core.records import BarRule, BarVerdict, ComparisonRow, Judged, Plan, RuleVerdict
 from knee.core.records.covariate import Adjustment, ContrastSection
+from knee.core.records.engine import EngineDifference, Excused
 from knee.core.records.verdict import RegisteredAdjust
 from knee.plan import adjust as registered
 from knee.plan import stopping
@@ -159,7 +160,8 @@ def judge(comparison: Mapping[str, Any], bar: Mapping[str, Any], pairs: int, bar
     return out
 
 
-def confounds(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dict[str, Any]]:
+def confounds(comparison: Mapping[str, Any],
+              bar: Mapping[str, Any]) -> list[EngineDifference]:
     """The engine-side differences between the arms beyond the variable (what each boot's
     engine said it resolved) that the bar did not pre-register: one variable means one
     variable as the engine ran it; and each point where more of the paired requests generated
@@ -192,7 +194,7 @@ def excused_by(difference: Mapping[str, Any], bar: Mapping[str, Any]) -> str | N
     return next((e for e in bar.get("expected_engine_differences") or [] if e in found), None)
 
 
-def excused(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[dict[str, Any]]:
+def excused(comparison: Mapping[str, Any], bar: Mapping[str, Any]) -> list[Excused]:
     """Each engine difference the bar expected, with the registered entry that excused it."""
     return [{"what": d["what"], "by": by} for d in comparison.get("engine_differences") or []
             if (by := excused_by(d, bar)) is not None]

@@ -249,17 +249,18 @@ def compare(plan: Plan, sessions: Sessions,
     head = {"experiment": plan["name"], "verdict": "INVALID" if bad or counters else "VALID",
             "variable": plan["variable"], "fields_checked": checked, "mismatches": bad,
             "rows": rows}
-    tail = {"interval_method": inference.METHOD, "noise_method": NOISE_METHOD,
-            "host_flags": host_flags(sessions),
-            **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {}),
-            **({"gpu": clocks} if (clocks := gpu_clocks(plan, sessions)) else {}),
-            **(covariate.section(plan, sessions) if not bad else {}),
-            **engine_side(plan, sessions), **samework.section(sessions),
-            **held.section(sessions), **latency.section(sessions),
-            **sampling.section(instruments.sampled_temperatures(plan["instruments"]),
-                               sessions, pools),
-            **together.section(plan, sessions),
-            **({"counter_disagreements": counters} if counters else {})}
+    tail: dict[str, Any] = {
+        "interval_method": inference.METHOD, "noise_method": NOISE_METHOD,
+        "host_flags": host_flags(sessions),
+        **({"host_speed": speed} if (speed := host_speed(plan, sessions)) else {}),
+        **({"gpu": clocks} if (clocks := gpu_clocks(plan, sessions)) else {}),
+        **(covariate.section(plan, sessions) if not bad else {}),
+        **engine_side(plan, sessions), **samework.section(sessions),
+        **held.section(sessions), **latency.section(sessions),
+        **sampling.section(instruments.sampled_temperatures(plan["instruments"]),
+                           sessions, pools),
+        **together.section(plan, sessions),
+        **({"counter_disagreements": counters} if counters else {})}
     sections = derived(sessions, valid=not bad)
     if clash := sorted(set(sections) & (set(head) | set(tail) | {"schema", "schema_version"})):
         raise ValueError(f"an instrument's derived section takes the comparison's own key "

@@ -13,10 +13,17 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from knee.analyze.folder import Sessions, paired_requests
 from knee.core.records import SameWorkRow
+from knee.core.records.engine import EngineDifference
+
+
+class SameWorkSection(TypedDict, total=False):
+    """comparison.json's same_work (no key where no request recorded its output's sha256)."""
+
+    same_work: list[SameWorkRow]
 
 # per point, the paired requests whose tokens differed that comparison.json lists by name
 LISTED = 20
@@ -40,7 +47,7 @@ def first_difference(a: list[int] | None, b: list[int] | None) -> int | None:
     return min(len(a), len(b)) + 1
 
 
-def section(sessions: Sessions) -> dict[str, Any]:
+def section(sessions: Sessions) -> SameWorkSection:
     """comparison.json's same_work: per (instrument, point), the paired requests, how many
     generated identical tokens, and each that did not (up to LISTED) with its first differing
     position. Empty where no request recorded its output's sha256 (older folders, or a server
@@ -63,12 +70,13 @@ def section(sessions: Sessions) -> dict[str, Any]:
     return {"same_work": rows} if rows else {}
 
 
-def divergences(comparison: Mapping[str, Any], max_share: float | None) -> list[dict[str, Any]]:
+def divergences(comparison: Mapping[str, Any],
+                max_share: float | None) -> list[EngineDifference]:
     """Each point whose share of paired requests with different tokens is above the bar's
     max_divergent_share, as a confound: the arms compared different work."""
     if max_share is None:
         return []
-    out = []
+    out: list[EngineDifference] = []
     for row in comparison.get("same_work") or []:
         share = 1 - row["identical_share"]
         if share > max_share:

@@ -5,18 +5,26 @@ under HELD of its time measured the ramp and the drain as much as the load."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TypedDict
 
 from knee.analyze.folder import Sessions
+from knee.core.records.window import NotHeld
 
 HELD = 0.9
 
 
-def section(sessions: Sessions) -> dict[str, Any]:
+class HeldSection(TypedDict, total=False):
+    """comparison.json's windows_not_held (no key where every window held)."""
+
+    windows_not_held: list[NotHeld]
+
+
+def section(sessions: Sessions) -> HeldSection:
     """comparison.json's windows_not_held: every run under HELD of its time at its concurrency,
     or held for min_window_s and shorter (its prompt list ran out). Folders measured before the
     client recorded the share have none."""
-    out = []
+    out: list[NotHeld] = []
     for (pair, arm), s in sorted(sessions.items()):
         for inst, raw in sorted(s["raw"].items()):
             for p in raw["points"]:
@@ -30,20 +38,20 @@ def section(sessions: Sessions) -> dict[str, Any]:
     return {"windows_not_held": out} if out else {}
 
 
-def caveats(rows: list[dict[str, Any]]) -> list[str]:
+def caveats(rows: Sequence[NotHeld]) -> list[str]:
     """One line per instrument and point: how many of its runs held their concurrency under
     HELD of their time (the lowest named), and each run held for min_window_s that ended
     sooner."""
     link = "([comparison.json](comparison/comparison.json#/windows_not_held))"
     out = []
-    by_point: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    by_point: dict[tuple[str, str], list[tuple[float, NotHeld]]] = {}
     for r in rows:
-        if r["share"] is not None and r["share"] < HELD:
-            by_point.setdefault((r["instrument"], str(r["point"])), []).append(r)
+        if (share := r["share"]) is not None and share < HELD:
+            by_point.setdefault((r["instrument"], str(r["point"])), []).append((share, r))
     for (inst, point), rs in sorted(by_point.items()):
-        low = min(rs, key=lambda r: r["share"])
+        lowest, low = min(rs, key=lambda x: x[0])
         out.append(f"{inst} point {point}: {len(rs)} run(s) held their concurrency for under "
-                   f"{100 * HELD:.0f} % of their time (lowest {100 * low['share']:.0f} %, "
+                   f"{100 * HELD:.0f} % of their time (lowest {100 * lowest:.0f} %, "
                    f"{low['session']} run {low['run']}): they measured the ramp and the drain "
                    f"as much as the load {link}.")
     out += [f"{r['instrument']} point {r['point']}, {r['session']} run {r['run']}: its prompt "

@@ -19,7 +19,7 @@ from knee.core.records.covariate import (
     GpuClocks,
     HostSpeed,
 )
-from knee.core.records.engine import EngineDifference, EngineResolved
+from knee.core.records.engine import EngineDifference, EngineResolved, Excused
 from knee.core.records.recommendation import (
     AcceptanceFit,
     BestAt,
@@ -37,7 +37,7 @@ from knee.core.records.recommendation import (
 from knee.core.records.sampling import ArmPooled, SamplingCheck, SessionRejudged, SessionsAt
 from knee.core.records.together import Interleaved, Simultaneous, Together
 from knee.core.records.verdict import Family, HostsSection, PairEffect, Robustness
-from knee.core.records.window import CounterDisagreement
+from knee.core.records.window import CounterDisagreement, NotHeld
 from knee.core.records.window import WindowMetrics as WindowMetrics
 
 
@@ -274,6 +274,15 @@ class ComparisonRow(TypedDict, total=False):
     per_pair_delta_pct: list[float | None]
 
 
+class Divergent(TypedDict):
+    """A paired request whose arms generated different tokens, and the first position where."""
+
+    pair: int
+    run: int
+    index: int
+    first_difference: int | None
+
+
 class SameWorkRow(TypedDict):
     """One point of comparison.json's same_work: the paired requests and how many generated
     identical output tokens in both arms (knee.analyze.samework)."""
@@ -285,7 +294,7 @@ class SameWorkRow(TypedDict):
     identical_share: float
     first_difference_median: float | None
     ended_at_eos: dict[str, float]
-    divergent: list[Section]
+    divergent: list[Divergent]
 
 
 class LatencyRow(TypedDict):
@@ -319,7 +328,7 @@ class Comparison(Stamped, total=False):
     gpu: GpuClocks
     engine_differences: list[EngineDifference]
     same_work: list[SameWorkRow]
-    windows_not_held: list[Section]
+    windows_not_held: list[NotHeld]
     latency: list[LatencyRow]
     covariate: CovariateSection
     host_speed: HostSpeed
@@ -391,8 +400,8 @@ class BarVerdict(Stamped, total=False):
     rules: Required[list[RuleVerdict]]
     reason: str  # INVALID: why no rule was judged
     bar: Section
-    confounds: list[Section]  # each difference between the arms the bar did not expect
-    excused: list[dict[str, str]]  # each expected engine difference and the entry that excused it
+    confounds: list[EngineDifference]  # each difference between the arms the bar did not expect
+    excused: list[Excused]  # each expected engine difference and the entry that excused it
     # bar.adjust: the arms' speed difference between figures' spans
     covariate_contrast: ContrastSection
     rules_verdict: str

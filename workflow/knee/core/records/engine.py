@@ -23,6 +23,13 @@ class EngineDifference(TypedDict, total=False):
     setting: str
 
 
+class Excused(TypedDict):
+    """An engine difference the bar expected, and the registered entry that excused it."""
+
+    what: str
+    by: str
+
+
 class EngineSide(TypedDict, total=False):
     """comparison.json's engine_differences (absent where no boot recorded what its engine
     resolved and no lengths differ)."""

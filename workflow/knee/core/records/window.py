@@ -16,6 +16,19 @@ class ClientSummary(TypedDict):
     e2e_s_p50: float | None
 
 
+class NotHeld(TypedDict):
+    """A run that held its concurrency under HELD of its time, or that was held for
+    min_window_s and ended sooner (knee.analyze.window.held)."""
+
+    session: str
+    instrument: str
+    point: Point
+    run: int
+    share: float | None
+    wall_s: float
+    min_window_s: float | None
+
+
 class Histogram(TypedDict):
     """A server histogram's delta over a window: count, sum, mean and quantiles (None where
     the window counted nothing)."""
