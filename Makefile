@@ -7,7 +7,7 @@ CONFIG ?= config/config.yaml
 # results/<name> (e.g. results/ksched-cpu) stays as it was measured
 NAME ?= $(shell $(BIN)/knee validate-config --print-name $(CONFIG))-local
 
-.PHONY: run test test-fast lint docs venv clean-venv
+.PHONY: run test test-fast test-slow lint docs venv clean-venv
 
 venv: $(BIN)/knee
 
@@ -20,12 +20,15 @@ $(BIN)/knee: envs/workflow.txt pyproject.toml
 run: venv
 	$(BIN)/snakemake --cores all --configfile $(CONFIG) --config name=$(NAME)
 
-test: venv
-	$(BIN)/pytest -ra
+# the unit tier, then the tiers that run Snakemake, the engine and the services
+test: test-fast test-slow
 
 # the unit tier: no Snakemake run, no engine, no service (tests/conftest.py keeps it so)
 test-fast: venv
 	$(BIN)/pytest -ra -m "not workflow and not engine and not docker and not slurm"
+
+test-slow: venv
+	$(BIN)/pytest -ra -m "workflow or engine or docker or slurm"
 
 lint: venv
 	$(BIN)/ruff check workflow tests bench

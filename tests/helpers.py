@@ -30,8 +30,14 @@ def run_snakemake(*argv, cores: int = 1, timeout: float = 120,
                           timeout=timeout, **kw)
 
 
-def reduced_config(tmp_path: Path, default_config: dict, name: str, **sweep) -> Path:
+def reduced_config(tmp_path: Path, default_config: dict, name: str, eager: bool = False,
+                   **sweep) -> Path:
+    """The default experiment in miniature: one pair, two sweep points, two fixture classes.
+    eager: the engine skips torch.compile (--enforce-eager), for a test of scheduling, order or
+    placement rather than of the compile or its cache (a boot here takes about 18 s less)."""
     cfg = default_config
+    if eager:
+        cfg["server"]["args"]["enforce-eager"] = True
     cfg["name"] = f"{name}-{uuid.uuid4().hex[:6]}"
     cfg["protocol"]["pairs"] = 1
     cfg["instruments"]["sweep"].update(
@@ -64,7 +70,7 @@ def run_two_pairs_on_two_cores(tmp_path: Path, default_config: dict, results_dir
         default_config["runtime"]["arm_cpus"] = [[0], [1]]
     else:
         default_config["runtime"]["engine_cpus"] = [0]
-    path = reduced_config(tmp_path, default_config, f"it-{order}")
+    path = reduced_config(tmp_path, default_config, f"it-{order}", eager=True)
     cfg = yaml.safe_load(path.read_text())
     cfg["protocol"]["pairs"] = 2
     for name in ("depth", "probe"):  # the sweep and the fixture are the bar's

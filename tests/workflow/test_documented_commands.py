@@ -7,10 +7,12 @@ number a `knee trace` example names must still be in the README it traces."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -78,17 +80,37 @@ def test_a_documented_command_runs(where, line, tmp_path):
     assert r.returncode == 0, f"{where}: {line}\n{shlex.join(argv)}\n{said}"
 
 
-@pytest.mark.parametrize("config", sorted(p.name for p in (ROOT / "config").glob("*.yaml")))
-def test_every_committed_config_validates_and_plans_here(config):
+CONFIGS = sorted(p.name for p in (ROOT / "config").glob("*.yaml"))
+
+
+def validate_and_plan(config: str) -> tuple[subprocess.CompletedProcess, ...]:
+    """`knee validate-config` and a dry run of one committed config, under a name no folder
+    holds (every session would boot)."""
+    path = f"config/{config}"
+    checked = subprocess.run([sys.executable, "-m", "knee", "validate-config", path], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300)
+    planned = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1",
+                              "--configfile", path, "--config",
+                              f"name=plan-check-{config.removesuffix('.yaml')}"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return checked, planned
+
+
+@pytest.fixture(scope="module")
+def every_config_planned() -> dict:
+    """Every committed config checked and planned, as many at a time as there are CPUs (each
+    is two Python starts and a parse; a dry run takes no lock)."""
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        return dict(zip(CONFIGS, pool.map(validate_and_plan, CONFIGS), strict=True))
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_every_committed_config_validates_and_plans_here(config, every_config_planned):
     """GPU hosts' configs too: under a name no folder holds, every session would boot, and
     both checks pass on this CPU machine (the engine CPUs, Python and GPUs are the booting
     machine's, checked there)."""
-    path = f"config/{config}"
-    r = subprocess.run([sys.executable, "-m", "knee", "validate-config", path], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
-                        path, "--config", f"name=plan-check-{config.removesuffix('.yaml')}"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
-    assert "rule session:" in r.stdout or "rule session_pair:" in r.stdout, r.stdout[-2000:]
+    checked, planned = every_config_planned[config]
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    assert planned.returncode == 0, (planned.stdout + planned.stderr)[-3000:]
+    assert "rule session:" in planned.stdout or "rule session_pair:" in planned.stdout, \
+        planned.stdout[-2000:]

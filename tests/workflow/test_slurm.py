@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.slurm]
 
 
 def slurm_config(tmp_path, default_config, name):
-    path = reduced_config(tmp_path, default_config, name)
+    path = reduced_config(tmp_path, default_config, name, eager=True)
     cfg = yaml.safe_load(path.read_text())
     cfg["runtime"]["session_resources"] = {"cpus_per_task": os.cpu_count(), "mem_mb": 6000,
                                            "runtime": 30}

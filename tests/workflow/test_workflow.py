@@ -319,7 +319,8 @@ def test_two_experiments_in_one_invocation_keep_their_own_order(tmp_path, defaul
     for tag in ("a", "b"):
         (tmp_path / tag).mkdir()
         path = reduced_config(tmp_path / tag, yaml.safe_load(yaml.safe_dump(default_config)),
-                              f"it-multi-{tag}", concurrency=[1], output_tokens=16)
+                              f"it-multi-{tag}", eager=True, concurrency=[1],
+                              output_tokens=16)
         cfg = yaml.safe_load(path.read_text())
         cfg["instruments"] = {k: v for k, v in cfg["instruments"].items()
                               if k not in ("fixture", "depth", "probe")}
