@@ -22,6 +22,7 @@ from knee import instruments
 from knee.analyze import sampling
 from knee.analyze.folder import Sessions
 from knee.analyze.stats import in_flight, window_client_summary
+from knee.analyze.window import exposition
 from knee.core import jsonio, rawfiles
 from knee.core.errors import KneeError
 from knee.core.jsonio import config_default
@@ -57,7 +58,10 @@ Samples = dict[str, dict[tuple[Any, ...], float]]
 
 
 def parse(text: str, source: str = "scrape") -> Samples:
-    """Samples by exact name, labels kept; `_created` samples dropped."""
+    """Samples by exact name, labels kept; `_created` samples dropped (knee.analyze.window.
+    exposition's fast reading, and prometheus_client's parser for any text it leaves)."""
+    if (fast := exposition.samples(text)) is not None:
+        return fast
     out: Samples = defaultdict(dict)
     try:
         for family in text_string_to_metric_families(text):
