@@ -1,9 +1,9 @@
 """A fast reading of the Prometheus text an engine's /metrics serves, line by line with
 regular expressions: the same samples prometheus_client's parser gives (names, labels, values
 as int or float, a counter family's samples named as it names them) for the lines an engine
-writes, in about 40 % of its time (bench/exposition.py). A text with any line outside that strict form is left to
-prometheus_client (`samples` returns None), which reads every form it knows and refuses what
-is not the format, with its own words."""
+writes, in about 40 % of its time (bench/exposition.py). A text with any line outside that
+strict form is left to prometheus_client (`samples` returns None), which reads every form it
+knows and refuses what is not the format, with its own words."""
 
 from __future__ import annotations
 
