@@ -20,8 +20,11 @@ $(BIN)/knee: envs/workflow.txt pyproject.toml
 run: venv
 	$(BIN)/snakemake --cores all --configfile $(CONFIG) --config name=$(NAME)
 
-# the unit tier, then the tiers that run Snakemake, the engine and the services
-test: test-fast test-slow
+# the unit tier, then the tiers that run Snakemake, the engine and the services (in turn,
+# under make -j too: the engine tests pin the engine and the load generator apart)
+test: venv
+	$(MAKE) test-fast
+	$(MAKE) test-slow
 
 # the unit tier: no Snakemake run, no engine, no service (tests/conftest.py keeps it so)
 test-fast: venv
