@@ -10,8 +10,15 @@ boot's CV (the spread of each boot's figure around its arm's mean over the pairs
 it: the spread the pairs' effects would have if the two arms of a pair shared none of each
 other's noise, as in a sequential order whose boots are minutes apart. A design that measures
 both arms in the same minutes (simultaneous, interleaved) helps where its CV lies under that.
-Sequential and both-arms-at-once orders measured on one host compare here. Reads the folders
-only; boots nothing.
+Sequential and both-arms-at-once orders measured on one host compare here.
+
+Below the table, where both arms sent the same single-stream requests (the fixture) and got
+the same tokens: each request's log ratio (candidate / control decode rate) and the between-pair
+SD of their means per pair, beside the SD that the requests' own spread predicts (their pooled
+within-pair SD / √n). Where the two agree the pairs carry no boot component and only more
+requests a pair narrow them: the requests an arm needs a pair for a between-pair CV of
+--target-cv. Where the measured SD lies far above the prediction, a per-boot offset dominates
+and more requests cannot help. Reads the folders only; boots nothing.
 """
 
 import argparse
@@ -20,6 +27,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from knee.analyze.folder import load_sessions
+from knee.analyze.stats import decode_rate
 from knee.core import jsonio, layout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,12 +64,56 @@ def rows(root: Path) -> list[dict]:
              "boot_cv": boot_cv(r), "mde": r.get("mde_pct")} for r in bar["rules"]]
 
 
+def matched_requests(root: Path) -> dict[int, list[float]]:
+    """Per pair: the log ratio (candidate / control) of each single-stream request's decode
+    rate, over the requests both arms sent (same point, same index) with the same tokens."""
+    plan = jsonio.read(root / layout.PLAN, "plan")
+    sessions = load_sessions(plan, root)
+    out: dict[int, list[float]] = {}
+    for pair in sorted({p for p, _ in sessions}):
+        arms = [sessions.get((pair, arm)) for arm in ("control", "candidate")]
+        if None in arms:
+            continue
+        recs = [{(w["point"], r["index"]): r for w in s["raw"]["fixture"]["points"]
+                 for r in w["records"] if not r["warmup"] and not r["error"]}
+                for s in arms if s is not None]
+        ratios = []
+        for key in sorted(set(recs[0]) & set(recs[1]), key=str):
+            a, b = recs[0][key], recs[1][key]
+            same = a.get("output_sha256") and a.get("output_sha256") == b.get("output_sha256")
+            ra, rb = decode_rate(a), decode_rate(b)
+            if same and ra and rb:
+                ratios.append(math.log(rb / ra))
+        if ratios:
+            out[pair] = ratios
+    return out
+
+
+def request_split(root: Path, target_cv: float) -> dict | None:
+    """The between-pair SD (%) of the pairs' mean request log ratio, the SD the requests'
+    own spread predicts for it, and the requests an arm needs a pair for target_cv; None
+    under two pairs."""
+    per_pair = matched_requests(root)
+    if len(per_pair) < 2:
+        return None
+    means = [statistics.fmean(v) for v in per_pair.values()]
+    resid = [x - statistics.fmean(v) for v in per_pair.values() for x in v]
+    n = statistics.fmean([len(v) for v in per_pair.values()])
+    request_sd = 100 * math.sqrt(sum(r * r for r in resid) / (len(resid) - len(per_pair)))
+    return {"folder": root.name, "pairs": len(per_pair), "requests": n,
+            "request_sd": request_sd, "predicted": request_sd / math.sqrt(n),
+            "measured": 100 * statistics.stdev(means),
+            "needed": math.ceil((request_sd / target_cv) ** 2)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="*", type=Path,
                     default=[ROOT / "results" / n for n in ("aa-h200-35b-pinned",
                                                             "calib-h200-35b")])
+    ap.add_argument("--target-cv", type=float, default=0.7,
+                    help="the between-pair CV (%%) to size the requests for (default 0.7)")
     a = ap.parse_args()
     out = [r for root in a.results for r in rows(root)]
     print(f"{'folder':26} {'design':16} {'rule':24} {'pairs':>5} {'CV %':>6} {'boot %':>6} "
@@ -71,6 +124,18 @@ def main() -> int:
         mde = "–" if r["mde"] is None or math.isnan(r["mde"]) else f"{r['mde']:.2f}"
         print(f"{r['folder']:26} {r['design']:16} {r['rule']:24} {r['pairs']:>5} {cv:>6} "
               f"{boot:>6} {apart:>7} {mde:>6}")
+    print(f"\nsingle stream, request-matched (same tokens): {'folder':26} {'pairs':>5} "
+          f"{'req/pair':>8} {'req SD %':>8} {'predicted %':>11} {'measured %':>10} "
+          f"{f'req for {a.target_cv:g} %':>14}")
+    for root in a.results:
+        s = request_split(root, a.target_cv)
+        if s is None:
+            print(f"{'':46}{root.name:26} under two pairs of requests with the same tokens "
+                  "recorded")
+            continue
+        print(f"{'':46}{s['folder']:26} {s['pairs']:>5} {s['requests']:>8.1f} "
+              f"{s['request_sd']:>8.2f} {s['predicted']:>11.2f} {s['measured']:>10.2f} "
+              f"{s['needed']:>14}")
     return 0
 
 

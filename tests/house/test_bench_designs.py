@@ -52,3 +52,25 @@ def test_interleaved_on_shared_cpus_the_arms_share_the_hosts_drift():
     for r in designs.rows(ROOT / "results" / "qwen-aa-interleaved-shared-h100"):
         assert r["design"] == "interleaved" and r["pairs"] == 4
         assert r["cv"] < 0.35 * math.sqrt(2) * r["boot_cv"], r
+
+
+def test_request_matched_split_names_a_boot_component_where_there_is_one():
+    """Single stream, request by request: on shared CPUs the pairs spread as their requests
+    predict (no boot component left: only more requests narrow them); on a CPU set per arm
+    they spread far wider than that (the halves drifted apart between boots)."""
+    import math
+
+    shared = designs.request_split(ROOT / "results" / "qwen-aa-interleaved-shared-h100", 0.7)
+    assert shared["pairs"] == 4 and 31 <= shared["requests"] <= 32
+    assert 0.7 < shared["measured"] / shared["predicted"] < 1.3, shared
+    assert shared["needed"] == math.ceil((shared["request_sd"] / 0.7) ** 2) > 500
+    halves = designs.request_split(ROOT / "results" / "qwen-aa-interleaved-h100", 0.7)
+    assert halves["measured"] > 2 * halves["predicted"], halves
+    # a folder whose records hold no tokens pairs no request
+    assert designs.request_split(ROOT / "results" / "calib-h200-35b", 0.7) is None
+
+
+def test_only_requests_with_the_same_tokens_are_paired():
+    per_pair = designs.matched_requests(ROOT / "results" / "qwen-aa-interleaved-shared-h100")
+    # pair 3's prose request 3, an error in the candidate arm, is left out (31 of 32)
+    assert sorted(len(v) for v in per_pair.values()) == [31, 32, 32, 32]
