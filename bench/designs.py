@@ -12,13 +12,15 @@ other's noise, as in a sequential order whose boots are minutes apart. A design 
 both arms in the same minutes (simultaneous, interleaved) helps where its CV lies under that.
 Sequential and both-arms-at-once orders measured on one host compare here.
 
-Below the table, where both arms sent the same single-stream requests (the fixture) and got
-the same tokens: each request's log ratio (candidate / control decode rate) and the between-pair
-SD of their means per pair, beside the SD that the requests' own spread predicts (their pooled
-within-pair SD / √n). Where the two agree the pairs carry no boot component and only more
-requests a pair narrow them: the requests an arm needs a pair for a between-pair CV of
---target-cv. Where the measured SD lies far above the prediction, a per-boot offset dominates
-and more requests cannot help. Reads the folders only; boots nothing.
+Below the table, where both arms sent the same single-stream requests (the fixture) for the
+same work (the same tokens; in folders whose records hold no tokens, every request cut at the
+same max_tokens): each request's log ratio (candidate / control decode rate) and the
+between-pair SD of their means per pair, beside the SD that the requests' own spread predicts
+(their pooled within-pair SD / √n). Where the two agree the pairs carry no boot component and
+only more requests a pair narrow them: the requests an arm needs a pair for a between-pair CV
+of --target-cv. Where the measured SD lies far above the prediction, a per-boot offset (the
+boot part, √(measured² − predicted²)) dominates, and no number of requests removes it.
+Reads the folders only; boots nothing.
 """
 
 import argparse
@@ -64,9 +66,19 @@ def rows(root: Path) -> list[dict]:
              "boot_cv": boot_cv(r), "mde": r.get("mde_pct")} for r in bar["rules"]]
 
 
+def same_work(a: dict, b: dict) -> bool:
+    """The same tokens by their sha256; where a folder's records hold none (before they were
+    recorded), the same number of tokens cut at max_tokens (every request was forced to it)."""
+    if a.get("output_sha256") or b.get("output_sha256"):
+        return bool(a.get("output_sha256") == b.get("output_sha256"))
+    return (a["finish_reason"] == b["finish_reason"] == "length"
+            and a["output_tokens"] == b["output_tokens"])
+
+
 def matched_requests(root: Path) -> dict[int, list[float]]:
     """Per pair: the log ratio (candidate / control) of each single-stream request's decode
-    rate, over the requests both arms sent (same point, same index) with the same tokens."""
+    rate, over the requests both arms sent (same point, same index) for the same work
+    (same_work)."""
     plan = jsonio.read(root / layout.PLAN, "plan")
     sessions = load_sessions(plan, root)
     out: dict[int, list[float]] = {}
@@ -80,8 +92,8 @@ def matched_requests(root: Path) -> dict[int, list[float]]:
         ratios = []
         for key in sorted(set(recs[0]) & set(recs[1]), key=str):
             a, b = recs[0][key], recs[1][key]
-            same = a.get("output_sha256") and a.get("output_sha256") == b.get("output_sha256")
             ra, rb = decode_rate(a), decode_rate(b)
+            same = same_work(a, b)
             if same and ra and rb:
                 ratios.append(math.log(rb / ra))
         if ratios:
@@ -100,10 +112,12 @@ def request_split(root: Path, target_cv: float) -> dict | None:
     resid = [x - statistics.fmean(v) for v in per_pair.values() for x in v]
     n = statistics.fmean([len(v) for v in per_pair.values()])
     request_sd = 100 * math.sqrt(sum(r * r for r in resid) / (len(resid) - len(per_pair)))
-    return {"folder": root.name, "pairs": len(per_pair), "requests": n,
+    split = {"folder": root.name, "pairs": len(per_pair), "requests": n,
             "request_sd": request_sd, "predicted": request_sd / math.sqrt(n),
             "measured": 100 * statistics.stdev(means),
             "needed": math.ceil((request_sd / target_cv) ** 2)}
+    split["boot"] = math.sqrt(max(split["measured"] ** 2 - split["predicted"] ** 2, 0.0))
+    return split
 
 
 def main() -> int:
@@ -124,17 +138,16 @@ def main() -> int:
         mde = "–" if r["mde"] is None or math.isnan(r["mde"]) else f"{r['mde']:.2f}"
         print(f"{r['folder']:26} {r['design']:16} {r['rule']:24} {r['pairs']:>5} {cv:>6} "
               f"{boot:>6} {apart:>7} {mde:>6}")
-    print(f"\nsingle stream, request-matched (same tokens): {'folder':26} {'pairs':>5} "
-          f"{'req/pair':>8} {'req SD %':>8} {'predicted %':>11} {'measured %':>10} "
-          f"{f'req for {a.target_cv:g} %':>14}")
+    print(f"\nsingle stream, request by request (the same work in both arms):\n"
+          f"{'folder':32} {'pairs':>5} {'req/pair':>8} {'req SD %':>8} {'predicted %':>11} "
+          f"{'measured %':>10} {'boot part %':>11} {f'req for {a.target_cv:g} %':>14}")
     for root in a.results:
         s = request_split(root, a.target_cv)
         if s is None:
-            print(f"{'':46}{root.name:26} under two pairs of requests with the same tokens "
-                  "recorded")
+            print(f"{root.name:32} under two pairs of requests of the same work")
             continue
-        print(f"{'':46}{s['folder']:26} {s['pairs']:>5} {s['requests']:>8.1f} "
-              f"{s['request_sd']:>8.2f} {s['predicted']:>11.2f} {s['measured']:>10.2f} "
+        print(f"{s['folder']:32} {s['pairs']:>5} {s['requests']:>8.1f} {s['request_sd']:>8.2f} "
+              f"{s['predicted']:>11.2f} {s['measured']:>10.2f} {s['boot']:>11.2f} "
               f"{s['needed']:>14}")
     return 0
 

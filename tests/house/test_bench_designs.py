@@ -66,8 +66,24 @@ def test_request_matched_split_names_a_boot_component_where_there_is_one():
     assert shared["needed"] == math.ceil((shared["request_sd"] / 0.7) ** 2) > 500
     halves = designs.request_split(ROOT / "results" / "qwen-aa-interleaved-h100", 0.7)
     assert halves["measured"] > 2 * halves["predicted"], halves
-    # a folder whose records hold no tokens pairs no request
-    assert designs.request_split(ROOT / "results" / "calib-h200-35b", 0.7) is None
+    # sequential boots of a GPU-bound 35B-shaped model: each request's noise is a tenth of the
+    # CPU-paced 1.5B's, and a per-boot offset dominates the pairs' spread
+    sequential = designs.request_split(ROOT / "results" / "ksched-h200-35b-adj", 0.7)
+    assert sequential["pairs"] == 14 and sequential["request_sd"] < 0.15 * shared["request_sd"]
+    assert sequential["measured"] > 3 * sequential["predicted"], sequential
+    assert shared["boot"] < 0.5 < 2 < sequential["boot"] < sequential["measured"]
+
+
+def test_the_same_work_is_the_same_tokens_else_the_same_cut_length():
+    tokens = {"output_sha256": "a", "finish_reason": "stop", "output_tokens": 9}
+    assert designs.same_work(tokens, dict(tokens))
+    assert not designs.same_work(tokens, {**tokens, "output_sha256": "b"})
+    assert not designs.same_work(tokens, {**tokens, "output_sha256": None})
+    cut = {"finish_reason": "length", "output_tokens": 128}
+    assert designs.same_work(cut, dict(cut))
+    assert not designs.same_work(cut, {**cut, "output_tokens": 127})
+    # ended at end-of-sequence without tokens recorded: nothing says the work was the same
+    assert not designs.same_work({**cut, "finish_reason": "stop"}, {**cut, "finish_reason": "stop"})
 
 
 def test_only_requests_with_the_same_tokens_are_paired():
