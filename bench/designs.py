@@ -29,8 +29,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from knee.analyze import requestsplit
 from knee.analyze.folder import load_sessions
-from knee.analyze.stats import decode_rate
 from knee.core import jsonio, layout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,58 +66,15 @@ def rows(root: Path) -> list[dict]:
              "boot_cv": boot_cv(r), "mde": r.get("mde_pct")} for r in bar["rules"]]
 
 
-def same_work(a: dict, b: dict) -> bool:
-    """The same tokens by their sha256; where a folder's records hold none (before they were
-    recorded), the same number of tokens cut at max_tokens (every request was forced to it)."""
-    if a.get("output_sha256") or b.get("output_sha256"):
-        return bool(a.get("output_sha256") == b.get("output_sha256"))
-    return (a["finish_reason"] == b["finish_reason"] == "length"
-            and a["output_tokens"] == b["output_tokens"])
-
-
-def matched_requests(root: Path) -> dict[int, list[float]]:
-    """Per pair: the log ratio (candidate / control) of each single-stream request's decode
-    rate, over the requests both arms sent (same point, same index) for the same work
-    (same_work)."""
-    plan = jsonio.read(root / layout.PLAN, "plan")
-    sessions = load_sessions(plan, root)
-    out: dict[int, list[float]] = {}
-    for pair in sorted({p for p, _ in sessions}):
-        arms = [sessions.get((pair, arm)) for arm in ("control", "candidate")]
-        if None in arms:
-            continue
-        recs = [{(w["point"], r["index"]): r for w in s["raw"]["fixture"]["points"]
-                 for r in w["records"] if not r["warmup"] and not r["error"]}
-                for s in arms if s is not None]
-        ratios = []
-        for key in sorted(set(recs[0]) & set(recs[1]), key=str):
-            a, b = recs[0][key], recs[1][key]
-            ra, rb = decode_rate(a), decode_rate(b)
-            same = same_work(a, b)
-            if same and ra and rb:
-                ratios.append(math.log(rb / ra))
-        if ratios:
-            out[pair] = ratios
-    return out
-
-
 def request_split(root: Path, target_cv: float) -> dict | None:
-    """The between-pair SD (%) of the pairs' mean request log ratio, the SD the requests'
-    own spread predicts for it, and the requests an arm needs a pair for target_cv; None
-    under two pairs."""
-    per_pair = matched_requests(root)
-    if len(per_pair) < 2:
+    """The folder's single-stream noise split request by request (knee.analyze.requestsplit),
+    with the requests an arm needs a pair for target_cv; None under two pairs."""
+    plan = jsonio.read(root / layout.PLAN, "plan")
+    split = requestsplit.split(requestsplit.log_ratios(load_sessions(plan, root)))
+    if split is None:
         return None
-    means = [statistics.fmean(v) for v in per_pair.values()]
-    resid = [x - statistics.fmean(v) for v in per_pair.values() for x in v]
-    n = statistics.fmean([len(v) for v in per_pair.values()])
-    request_sd = 100 * math.sqrt(sum(r * r for r in resid) / (len(resid) - len(per_pair)))
-    split = {"folder": root.name, "pairs": len(per_pair), "requests": n,
-            "request_sd": request_sd, "predicted": request_sd / math.sqrt(n),
-            "measured": 100 * statistics.stdev(means),
-            "needed": math.ceil((request_sd / target_cv) ** 2)}
-    split["boot"] = math.sqrt(max(split["measured"] ** 2 - split["predicted"] ** 2, 0.0))
-    return split
+    return {"folder": root.name, **split,
+            "needed": math.ceil((split["request_sd"] / target_cv) ** 2)}
 
 
 def main() -> int:

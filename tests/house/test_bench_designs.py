@@ -72,21 +72,3 @@ def test_request_matched_split_names_a_boot_component_where_there_is_one():
     assert sequential["pairs"] == 14 and sequential["request_sd"] < 0.15 * shared["request_sd"]
     assert sequential["measured"] > 3 * sequential["predicted"], sequential
     assert shared["boot"] < 0.5 < 2 < sequential["boot"] < sequential["measured"]
-
-
-def test_the_same_work_is_the_same_tokens_else_the_same_cut_length():
-    tokens = {"output_sha256": "a", "finish_reason": "stop", "output_tokens": 9}
-    assert designs.same_work(tokens, dict(tokens))
-    assert not designs.same_work(tokens, {**tokens, "output_sha256": "b"})
-    assert not designs.same_work(tokens, {**tokens, "output_sha256": None})
-    cut = {"finish_reason": "length", "output_tokens": 128}
-    assert designs.same_work(cut, dict(cut))
-    assert not designs.same_work(cut, {**cut, "output_tokens": 127})
-    # ended at end-of-sequence without tokens recorded: nothing says the work was the same
-    assert not designs.same_work({**cut, "finish_reason": "stop"}, {**cut, "finish_reason": "stop"})
-
-
-def test_only_requests_with_the_same_tokens_are_paired():
-    per_pair = designs.matched_requests(ROOT / "results" / "qwen-aa-interleaved-shared-h100")
-    # pair 3's prose request 3, an error in the candidate arm, is left out (31 of 32)
-    assert sorted(len(v) for v in per_pair.values()) == [31, 32, 32, 32]

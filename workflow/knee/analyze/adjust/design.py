@@ -69,11 +69,11 @@ def upper_factor(figure: Figure, adjusted: bool = True) -> float:
     """How much larger the noise may be, at LEVEL confidence, than the calibration's estimate:
     sqrt(df / chi2 quantile at 1 - LEVEL)."""
     df = noise_df(figure, adjusted)
-    return math.sqrt(df / _chi2_low(df))
+    return math.sqrt(df / chi2_low(df))
 
 
 @cache
-def _chi2_low(df: int) -> float:
+def chi2_low(df: int) -> float:
     """The chi-square quantile at 1 - LEVEL: the planner's search asks it for every protocol."""
     return float(stats.chi2.ppf(1 - LEVEL, df))
 
