@@ -131,3 +131,22 @@ def test_knee_design_takes_a_calibration_or_a_pilot_as_a_user_runs_it(tmp_path):
                  tmp_path / "none.yaml")
     assert r.returncode == 1 and "no protocol up to 40 pairs and 512 requests" in r.stdout
     assert not (tmp_path / "none.yaml").exists()
+
+
+def test_an_aa_readme_names_the_lever_its_split_shows():
+    """comparison.json holds the split the raw files give, and an A/A's README says whether
+    more requests or more pairs narrow it."""
+    from knee.analyze.folder import load_sessions
+    from knee.core import jsonio
+
+    for name, lever in (("qwen-aa-interleaved-shared-h100", "The requests dominate"),
+                        ("aa-h200-35b-pinned", "The boot part dominates")):
+        root = ROOT / "results" / name
+        held = jsonio.read(root / "comparison" / "comparison.json", "comparison")
+        sessions = load_sessions(jsonio.read(root / "plan.json", "plan"), root)
+        assert held["request_split"] == requestsplit.section(sessions)["request_split"]
+        readme = (root / "README.md").read_text()
+        assert lever in readme and "comparison.json#/request_split" in readme
+    # an A/B says nothing of it in its README: its spread is not all noise
+    assert "request by request" not in (ROOT / "results" / "qwen-draft-h100" / "README.md"
+                                        ).read_text()

@@ -7,7 +7,9 @@ work gives one log ratio of its decode rates (candidate / control). Their mean p
 paired figure's effect (decode_rate_gmean, knee.analyze.armfigures); the pooled within-pair SD
 of the log ratios, over √(requests a pair), predicts how far the pairs' means spread if
 nothing but the requests varied; the pairs' measured spread beyond that is the boot part,
-√(measured² − predicted²). `knee design --pilot` plans from it (knee.analyze.adjust.pilot).
+√(measured² − predicted²). comparison.json holds it (request_split), an A/A's README says
+which lever narrows the pairs, and `knee design --pilot` plans from it
+(knee.analyze.adjust.pilot).
 """
 
 from __future__ import annotations
@@ -20,18 +22,13 @@ from knee import instruments
 from knee.analyze.folder import Sessions, paired_requests
 from knee.analyze.stats import decode_rate
 from knee.core.records import RawWindow, RequestRecord
+from knee.core.records.verdict import RequestSplit
 
 
-class RequestSplit(TypedDict):
-    """The paired single-stream figure's noise, split (every SD in % of the log ratio)."""
+class RequestSplitSection(TypedDict, total=False):
+    """comparison.json's request_split (no key under two pairs of the same work)."""
 
-    pairs: int
-    requests: float  # the mean number of requests paired a pair
-    request_sd: float  # the pooled within-pair SD of one request's log ratio
-    request_df: int  # its degrees of freedom: the requests less one mean a pair
-    predicted: float  # request_sd / √requests: the pairs' spread were it all requests
-    measured: float  # the sample SD of the pairs' mean log ratio
-    boot: float  # √(max(measured² − predicted², 0)): the per-boot offset's part
+    request_split: RequestSplit
 
 
 def same_work(a: RequestRecord, b: RequestRecord) -> bool:
@@ -88,3 +85,9 @@ def split(per_pair: dict[int, list[float]]) -> RequestSplit | None:
     return {"pairs": len(groups), "requests": n, "request_sd": request_sd, "request_df": df,
             "predicted": predicted, "measured": measured,
             "boot": math.sqrt(max(measured ** 2 - predicted ** 2, 0.0))}
+
+
+def section(sessions: Sessions) -> RequestSplitSection:
+    """comparison.json's request_split, where two pairs or more sent requests of the same work."""
+    found = split(log_ratios(sessions))
+    return {"request_split": found} if found else {}

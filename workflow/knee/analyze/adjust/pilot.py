@@ -29,6 +29,7 @@ from knee.analyze.folder import Sessions, load_sessions, load_stops
 from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Config, Plan
+from knee.core.records.verdict import RequestSplit
 
 MAX_REQUESTS = 512  # a class's requests a pair the planner goes up to
 METRIC = "decode_rate_gmean"  # the paired figure: the mean of each request's own log ratio
@@ -49,7 +50,7 @@ class PilotPlan(TypedDict):
     pilot: str
     target_mde_pct: float
     alpha: float
-    split: requestsplit.RequestSplit
+    split: RequestSplit
     request_s: float
     pair_fixed_s: float
     classes: dict[str, int]  # per planned rule, how many classes its point pools
@@ -58,7 +59,7 @@ class PilotPlan(TypedDict):
     config: PilotProtocol
 
 
-def pair_sd(split: requestsplit.RequestSplit, n: float, bound: bool = False) -> float:
+def pair_sd(split: RequestSplit, n: float, bound: bool = False) -> float:
     """One pair's effect SD (log) at n requests an arm a pair; with `bound`, at the noise's
     upper confidence bound."""
     request = split["request_sd"] / 100
@@ -72,7 +73,7 @@ def pair_sd(split: requestsplit.RequestSplit, n: float, bound: bool = False) -> 
     return math.sqrt(boot ** 2 + request ** 2 / n)
 
 
-def mde_range(split: requestsplit.RequestSplit, pairs: int, n: float,
+def mde_range(split: RequestSplit, pairs: int, n: float,
               alpha: float) -> list[float]:
     """The predicted MDE (%) from the noise as estimated to its upper bound."""
     out = [inference.mde_pct(inference.Effect(pairs, 0.0, pair_sd(split, n, bound)), alpha)
@@ -128,7 +129,7 @@ def planned_rules(config: Config) -> tuple[dict[str, int], dict[str, str]]:
     return planned, skipped
 
 
-def price(split: requestsplit.RequestSplit, rules: dict[str, int], alpha: float,
+def price(split: RequestSplit, rules: dict[str, int], alpha: float,
           pairs: int, requests: int, costs: tuple[float, float]) -> PilotProtocol:
     fixed, request_s = costs
     n_max = max(rules.values())
@@ -138,7 +139,7 @@ def price(split: requestsplit.RequestSplit, rules: dict[str, int], alpha: float,
                         for name, k in rules.items()}}
 
 
-def cheapest(split: requestsplit.RequestSplit, rules: dict[str, int], alpha: float,
+def cheapest(split: RequestSplit, rules: dict[str, int], alpha: float,
              target: float, costs: tuple[float, float],
              bound: bool = True) -> PilotProtocol | None:
     """The protocol of least GPU time whose every planned rule's MDE, at the noise's upper

@@ -40,7 +40,13 @@ from knee.core.records.recommendation import (
 )
 from knee.core.records.sampling import ArmPooled, SamplingCheck, SessionRejudged, SessionsAt
 from knee.core.records.together import Interleaved, Simultaneous
-from knee.core.records.verdict import Family, HostsSection, PairEffect, Robustness
+from knee.core.records.verdict import (
+    Family,
+    HostsSection,
+    PairEffect,
+    RequestSplit,
+    Robustness,
+)
 from knee.core.records.window import CounterDisagreement, NotHeld
 from knee.core.records.window import WindowMetrics as WindowMetrics
 
@@ -272,6 +278,7 @@ class Comparison(Stamped, total=False):
     gpu: GpuClocks
     engine_differences: list[EngineDifference]
     same_work: list[SameWorkRow]
+    request_split: RequestSplit
     windows_not_held: list[NotHeld]
     latency: list[LatencyRow]
     covariate: CovariateSection

@@ -121,3 +121,16 @@ class HostsSection(TypedDict):
     hosts: list[HostPairs]
     split_pairs: list[SplitPair]
     rules: list[HostRule]
+
+
+class RequestSplit(TypedDict):
+    """comparison.json's request_split (knee.analyze.requestsplit): the paired single-stream
+    figure's noise, request by request; every SD in % of the log ratio."""
+
+    pairs: int
+    requests: float  # the mean number of requests paired a pair
+    request_sd: float  # the pooled within-pair SD of one request's log ratio
+    request_df: int  # its degrees of freedom: the requests less one mean a pair
+    predicted: float  # request_sd / √requests: the pairs' spread were it all requests
+    measured: float  # the sample SD of the pairs' mean log ratio
+    boot: float  # √(max(measured² − predicted², 0)): the per-boot offset's part
