@@ -98,7 +98,12 @@ def test_the_published_shared_cpu_pilot_plans_requests_and_names_what_it_cannot_
     best = out["best"]
     assert best and best["mde_pct"]["single-stream parity"][1] <= 4.0
     assert "requests: " + str(best["requests"]) in pilot.protocol_block(best)
-    assert "not planned: C8 parity" in pilot.report(out)
+    assert "not planned: C8 parity" in pilot.report(out) and out["notes"] == []
+    # the same pilot for a config whose control drafts otherwise: planned, and said
+    other = config.load(ROOT / "config" / "qwen-aa-interleaved-shared-h200.yaml")
+    other["server"]["speculative_config"]["num_speculative_tokens"] = 3
+    notes = pilot.plan_from_pilot(root, other, 4.0)["notes"]
+    assert notes and "speculative_config.num_speculative_tokens: 4 there, 3 here" in notes[0]
 
 
 @pytest.mark.parametrize("config_name,folder,what", [

@@ -30,6 +30,7 @@ from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Config, Plan
 from knee.core.records.verdict import RequestSplit
+from knee.plan import arms
 
 MAX_REQUESTS = 512  # a class's requests a pair the planner goes up to
 METRIC = "decode_rate_gmean"  # the paired figure: the mean of each request's own log ratio
@@ -55,6 +56,7 @@ class PilotPlan(TypedDict):
     pair_fixed_s: float
     classes: dict[str, int]  # per planned rule, how many classes its point pools
     skipped: dict[str, str]  # rules not planned from a pilot, and why
+    notes: list[str]
     best: PilotProtocol | None
     config: PilotProtocol
 
@@ -111,6 +113,18 @@ def read_pilot(root: Path, config: Config) -> tuple[Plan, Sessions]:
             raise KneeError(f"{where}: its {what} is {theirs!r} and the config's {mine!r}: the "
                             "noise of another server or order plans nothing here")
     return plan, load_sessions(plan, root)
+
+
+def server_notes(plan: Plan, config: Config) -> list[str]:
+    """Where the pilot's server differs from the config's control arm: its noise is the
+    pilot's server's, which the planner says rather than refuses (a setting may move it little)."""
+    apart = arms.differences(plan["arms"]["control"], arms.resolve_arms(config)["control"])
+    if not apart:
+        return []
+    shown = "; ".join(f"{k}: {a!r} there, {b!r} here" for k, a, b in apart[:6])
+    more = f" and {len(apart) - 6} more" if len(apart) > 6 else ""
+    return [f"the pilot's server is not this config's control arm ({shown}{more}): the noise "
+            "planned from is the pilot's server's"]
 
 
 def planned_rules(config: Config) -> tuple[dict[str, int], dict[str, str]]:
@@ -177,7 +191,7 @@ def plan_from_pilot(root: Path, config: Config, target: float) -> PilotPlan:
     pairs = pairs if isinstance(pairs, int) else pairs["max"]
     return {"pilot": str(root), "target_mde_pct": target, "alpha": alpha, "split": split,
             "request_s": request_s, "pair_fixed_s": fixed, "classes": rules,
-            "skipped": skipped,
+            "skipped": skipped, "notes": server_notes(plan, config),
             "best": cheapest(split, rules, alpha, target, (fixed, request_s)),
             "config": price(split, rules, alpha, pairs, own, (fixed, request_s))}
 
@@ -212,6 +226,7 @@ def report(out: PilotPlan) -> str:
         "as estimated to that bound:",
         line("planned", out["best"]), line("this config as it stands", out["config"])]
     lines += [f"not planned: {n}: {why}" for n, why in out["skipped"].items()]
+    lines += [f"note: {n}" for n in out["notes"]]
     if out["best"]:
         lines += ["", "# the protocol to paste:", protocol_block(out["best"]).rstrip()]
     return "\n".join(lines)
