@@ -66,7 +66,7 @@ def test_a_plan_from_a_pilots_upper_bound_reaches_its_target_as_promised():
     the true noise; of those planned from the noise as estimated, far fewer."""
     rng = random.Random(5)
     truth, requests_sd = 1.0, 20.0
-    rules, costs, target = {"single-stream parity": 4}, (200.0, 1.0), 3.0
+    rules, costs, target = {"single-stream parity": 4}, pilot.Costs(200.0, 1.0, 4), 3.0
     planned, reached = {True: 0, False: 0}, {True: 0, False: 0}
     for _ in range(120):
         split = requestsplit.split(simulate(rng, 8, 32, requests_sd, truth))
@@ -155,3 +155,28 @@ def test_an_aa_readme_names_the_lever_its_split_shows():
     # an A/B says nothing of it in its README: its spread is not all noise
     assert "request by request" not in (ROOT / "results" / "qwen-draft-h100" / "README.md"
                                         ).read_text()
+
+
+def test_a_pair_costs_every_class_both_arms_send_whatever_a_rule_pools():
+    split = {"pairs": 4, "requests": 32.0, "request_sd": 20.0, "request_df": 124,
+             "predicted": 3.54, "measured": 3.5, "boot": 0.0}
+    costs = pilot.Costs(fixed_s=100.0, request_s=1.0, classes=4)
+    pooled = pilot.price(split, {"all classes": 4}, ALPHA, 5, 10, costs)
+    one = pilot.price(split, {"shell only": 1}, ALPHA, 5, 10, costs)
+    # 5 pairs x (100 s + 2 arms x 10 requests x 4 classes x 1 s) = 900 s
+    assert pooled["gpu_minutes"] == one["gpu_minutes"] == 15.0
+    # a rule on one class rests on a quarter of the requests
+    assert one["mde_pct"]["shell only"][0] > 1.9 * pooled["mde_pct"]["all classes"][0]
+
+
+def test_a_pilot_receipt_whose_time_is_not_a_time_is_named(tmp_path):
+    import json
+    import shutil
+
+    root = tmp_path / "aa"
+    shutil.copytree(ROOT / "results" / "qwen-aa-interleaved-shared-h100", root)
+    boot = root / "receipts" / "2-control-boot.json"
+    boot.write_text(json.dumps({**json.loads(boot.read_text()), "started_at": "yesterday"}))
+    cfg = config.load(ROOT / "config" / "qwen-aa-interleaved-shared-h200.yaml")
+    with pytest.raises(KneeError, match="session 2-control: started_at 'yesterday'"):
+        pilot.plan_from_pilot(root, cfg, 4.0)

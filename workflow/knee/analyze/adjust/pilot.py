@@ -20,7 +20,7 @@ import math
 import statistics
 from datetime import datetime
 from pathlib import Path
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from knee import instruments
 from knee.analyze import inference, requestsplit
@@ -92,9 +92,14 @@ def pair_seconds(plan: Plan, root: Path, sessions: Sessions) -> list[float]:
         stop = receipt.get("stopped_at") if receipt else None
         start = s["boot"].get("started_at")
         if start and stop:
-            spans.setdefault(pair, []).extend(
-                [datetime.fromisoformat(start).timestamp(),
-                 datetime.fromisoformat(stop).timestamp()])
+            try:
+                spans.setdefault(pair, []).extend(
+                    [datetime.fromisoformat(start).timestamp(),
+                     datetime.fromisoformat(stop).timestamp()])
+            except ValueError:
+                raise KneeError(f"{root}: receipts of session {pair}-{arm}: started_at "
+                                f"{str(start)[:40]!r} or stopped_at {str(stop)[:40]!r} is "
+                                "not a time (ISO 8601)") from None
     return [max(v) - min(v) for v in spans.values() if len(v) == 4]
 
 
@@ -143,19 +148,28 @@ def planned_rules(config: Config) -> tuple[dict[str, int], dict[str, str]]:
     return planned, skipped
 
 
+class Costs(NamedTuple):
+    """What a pair costs: its time besides single-stream requests, a request's time, and the
+    classes the fixture sends requests of."""
+
+    fixed_s: float
+    request_s: float
+    classes: int
+
+
 def price(split: RequestSplit, rules: dict[str, int], alpha: float,
-          pairs: int, requests: int, costs: tuple[float, float]) -> PilotProtocol:
-    fixed, request_s = costs
-    n_max = max(rules.values())
+          pairs: int, requests: int, costs: Costs) -> PilotProtocol:
+    """A protocol of `pairs` pairs and `requests` requests a class: both arms' requests of
+    every class each pair, and each rule's MDE at the requests its point pools."""
+    single_s = 2 * requests * costs.classes * costs.request_s
     return {"pairs": pairs, "requests": requests,
-            "gpu_minutes": round(pairs * (fixed + 2 * requests * n_max * request_s) / 60, 1),
+            "gpu_minutes": round(pairs * (costs.fixed_s + single_s) / 60, 1),
             "mde_pct": {name: mde_range(split, pairs, requests * k, alpha)
                         for name, k in rules.items()}}
 
 
 def cheapest(split: RequestSplit, rules: dict[str, int], alpha: float,
-             target: float, costs: tuple[float, float],
-             bound: bool = True) -> PilotProtocol | None:
+             target: float, costs: Costs, bound: bool = True) -> PilotProtocol | None:
     """The protocol of least GPU time whose every planned rule's MDE, at the noise's upper
     bound (or, without `bound`, as estimated), is at most the target; None where none up to
     MAX_PAIRS and MAX_REQUESTS is."""
@@ -186,14 +200,15 @@ def plan_from_pilot(root: Path, config: Config, target: float) -> PilotPlan:
                         "single-stream requests for the same work: nothing to plan from")
     fixed = max(0.0, statistics.median(spans) - 2 * split["requests"] * request_s)
     alpha = config["bar"]["alpha"]
-    own = config["instruments"][instruments.role(instruments.SINGLE_STREAM)]["requests"]
+    single = config["instruments"][instruments.role(instruments.SINGLE_STREAM)]
+    own, costs = single["requests"], Costs(fixed, request_s, len(single.get("classes", [])))
     pairs = config["protocol"]["pairs"]
     pairs = pairs if isinstance(pairs, int) else pairs["max"]
     return {"pilot": str(root), "target_mde_pct": target, "alpha": alpha, "split": split,
             "request_s": request_s, "pair_fixed_s": fixed, "classes": rules,
             "skipped": skipped, "notes": server_notes(plan, config),
-            "best": cheapest(split, rules, alpha, target, (fixed, request_s)),
-            "config": price(split, rules, alpha, pairs, own, (fixed, request_s))}
+            "best": cheapest(split, rules, alpha, target, costs),
+            "config": price(split, rules, alpha, pairs, own, costs)}
 
 
 def protocol_block(best: PilotProtocol) -> str:
