@@ -70,7 +70,7 @@ def request_seconds(sessions: Sessions) -> float | None:
 
 
 def split(per_pair: dict[int, list[float]]) -> RequestSplit | None:
-    """The split of the pairs' spread (None under two pairs, or with a pair of one request)."""
+    """The split of the pairs' spread; None under two pairs, or where no pair has two."""
     groups = [v for v in per_pair.values() if v]
     total = sum(len(v) for v in groups)
     if len(groups) < 2 or total <= len(groups):
