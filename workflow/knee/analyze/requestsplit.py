@@ -48,10 +48,11 @@ def log_ratios(sessions: Sessions) -> dict[int, list[float]]:
     """Per pair: the log ratio (candidate / control) of the decode rate of each single-stream
     request both arms sent for the same work, over every class."""
     single = instruments.role(instruments.SINGLE_STREAM)
+    # only the single-stream instrument's records are paired: another's need not be requests
+    only: Sessions = {k: {**s, "raw": {single: s["raw"][single]}}
+                      for k, s in sessions.items() if single in s["raw"]}
     out: dict[int, list[float]] = {}
-    for inst, _point, control, candidate, keys in paired_requests(sessions, _kept):
-        if inst != single:
-            continue
+    for _inst, _point, control, candidate, keys in paired_requests(only, _kept):
         for key in keys:
             a, b = control[key], candidate[key]
             ra, rb = decode_rate(a), decode_rate(b)
