@@ -30,6 +30,7 @@ from knee.analyze import inference
 from knee.core.errors import KneeError
 from knee.core.records import BarRule, Config, Plan
 from knee.core.records.calibration import Calibration, Costs, Figure
+from knee.plan import stopping
 from knee.plan.adjust import check_facts, covariate_cpus, figure_of
 
 MAX_PAIRS = 40
@@ -154,8 +155,7 @@ def plan_protocol(document: Calibration, config: Config, target_pct: float) -> P
         notes.append(f"the calibration measured {costs.get('requests_per_stream')} requests a "
                      f"stream and this config asks {sweep.get('requests_per_stream')}: its "
                      "costs and noise are the calibration's")
-    pairs = config["protocol"]["pairs"]
-    pairs = pairs if isinstance(pairs, int) else pairs["max"]
+    pairs = stopping.bounds(config["protocol"]["pairs"])[1]  # a sequential stop's most
     return {"target_mde_pct": target_pct, "alpha": alpha,
             "requests_per_stream": costs.get("requests_per_stream"),
             "adjusted": cheapest(document, rules, alpha, target_pct),

@@ -30,7 +30,7 @@ from knee.core import jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Config, Plan
 from knee.core.records.verdict import RequestSplit
-from knee.plan import arms
+from knee.plan import arms, stopping
 
 MAX_REQUESTS = 512  # a class's requests a pair the planner goes up to
 METRIC = "decode_rate_gmean"  # the paired figure: the mean of each request's own log ratio
@@ -202,8 +202,7 @@ def plan_from_pilot(root: Path, config: Config, target: float) -> PilotPlan:
     alpha = config["bar"]["alpha"]
     single = config["instruments"][instruments.role(instruments.SINGLE_STREAM)]
     own, costs = single["requests"], Costs(fixed, request_s, len(single.get("classes", [])))
-    pairs = config["protocol"]["pairs"]
-    pairs = pairs if isinstance(pairs, int) else pairs["max"]
+    pairs = stopping.bounds(config["protocol"]["pairs"])[1]  # a sequential stop's most
     return {"pilot": str(root), "target_mde_pct": target, "alpha": alpha, "split": split,
             "request_s": request_s, "pair_fixed_s": fixed, "classes": rules,
             "skipped": skipped, "notes": server_notes(plan, config),
