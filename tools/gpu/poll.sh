@@ -24,7 +24,12 @@ while [ $SECONDS -lt $end ] && [ ! -f /tmp/job.rc ]; do
 done
 if [ "$mode" = stop ] && [ ! -f /tmp/job.rc ]; then
 	kill -INT -- -"$(cat /tmp/job.pgid)" 2>/dev/null
-	for _ in $(seq 15); do [ -f /tmp/job.rc ] && break; sleep 2; done # at most 30 s, then pack
+	for _ in $(seq 15); do [ -f /tmp/job.rc ] && break; sleep 2; done # at most 30 s
+	if [ ! -f /tmp/job.rc ]; then # still going: SIGTERM, which Snakemake also ends on
+		echo "the run did not end on SIGINT in 30 s: SIGTERM to its process group"
+		kill -TERM -- -"$(cat /tmp/job.pgid)" 2>/dev/null
+		for _ in $(seq 10); do [ -f /tmp/job.rc ] && break; sleep 2; done # at most 20 s, then pack
+	fi
 fi
 echo "sessions finished: $(finished) (were $start); run: $(cat /tmp/job.rc 2>/dev/null || echo running)"
 # a session that booted but has no stop receipt was cut (the run was still going when packed):

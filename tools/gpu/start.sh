@@ -1,6 +1,7 @@
 #!/bin/bash
 # On the GPU host, from the repository root: install the wheels of tools/gpu/wheels.sh and run
-# `snakemake --configfile CONFIG` in its own session (setsid), its output in /tmp/job.log and
+# `snakemake --configfile CONFIG` in its own session (tools/gpu/detach.sh: SIGINT, which
+# poll.sh stops it with, at its default), its output in /tmp/job.log and
 # its exit status in /tmp/job.rc. A folder brought back from an earlier lease goes on from its
 # next session. The run goes on in a copy of the tree (KNEE_RUN_DIR, default /tmp/knee-run),
 # so that a later transfer of the tree to the host cannot touch the folder being measured.
@@ -22,10 +23,9 @@ export PATH=/tmp/bin:$PATH PYTHONPATH=/tmp/site:/tmp/site2:$PWD/workflow
 "$py" -m snakemake --version
 knee validate-config "$config"
 rm -f /tmp/job.rc
-setsid bash -c "cd '$PWD' && PATH='$PATH' PYTHONPATH='$PYTHONPATH' '$py' -m snakemake \
---cores all --configfile '$config' ${KNEE_NAME:+--config name=$KNEE_NAME} >/tmp/job.log 2>&1; echo \$? >/tmp/job.rc" \
-	>/dev/null 2>&1 </dev/null &
-echo $! >/tmp/job.pgid
+bash tools/gpu/detach.sh /tmp/job.pgid bash -c "cd '$PWD' && PATH='$PATH' PYTHONPATH='$PYTHONPATH' \
+'$py' -m snakemake --cores all --configfile '$config' ${KNEE_NAME:+--config name=$KNEE_NAME} \
+>/tmp/job.log 2>&1; echo \$? >/tmp/job.rc"
 sleep 15
 tail -5 /tmp/job.log
 echo "started, process group $(cat /tmp/job.pgid)"
