@@ -28,12 +28,23 @@ def test_a_mistyped_command_is_named_with_the_nearest_one():
     assert r.returncode == 2 and "did you mean" not in r.stderr and "knee --help" in r.stderr
 
 
-def test_verdict_prints_the_bar_in_one_line_with_each_rules_deciding_interval():
+def test_verdict_prints_the_bar_in_one_line_with_each_rules_deciding_interval(tmp_path):
     r = run_knee("verdict", ROOT / "results" / "ksched-h200-35b-adj")
     assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 1
     assert ": FAIL over 14 boot pairs: single-stream parity INCONCLUSIVE (-2.10%, 90% interval " \
            "-3.26% … -0.94%; interval inside ±1.5%); C8 gain FAIL (-10.54%" in r.stdout
-    unfinished = run_knee("verdict", ROOT / "results" / "qwen-al-mtbench-h100")
+    # a folder measured in several leases, as it stands after its first: pair 1 of 3
+    folder = tmp_path / "qwen-al-mtbench-h100"
+    shutil.copytree(ROOT / "results" / folder.name, folder)
+    for rendered in folder.iterdir():
+        if rendered.name not in ("plan.json", "raw", "receipts"):
+            shutil.rmtree(rendered) if rendered.is_dir() else rendered.unlink()
+    (folder / "raw" / "requests.parquet").unlink()
+    for sid in ("2-candidate", "2-control", "3-control", "3-candidate"):
+        shutil.rmtree(folder / "raw" / sid)
+        for receipt in (folder / "receipts").glob(f"{sid}-*"):
+            receipt.unlink()
+    unfinished = run_knee("verdict", folder)
     assert unfinished.returncode == 1 and "unfinished: 2 of 6 sessions measured" in \
         unfinished.stderr and "--config name=qwen-al-mtbench-h100" in unfinished.stderr
     typo = run_knee("verdict", ROOT / "results" / "ksched-h200-35b-ad")
