@@ -6,6 +6,7 @@
 # pair measured on two hosts carries the hosts' difference (the bar judges it apart).
 set -uo pipefail
 cd "${KNEE_RUN_DIR:-/tmp/knee-run}" || exit 1 # where tools/gpu/start.sh runs it
+job=${KNEE_JOB_DIR:-/tmp}                     # and its job.pgid, job.rc and job.log
 n=${1:?usage: tools/gpu/poll.sh SECONDS NAME [stop AFTER]}
 name=${2:?name}
 mode=${3:-}
@@ -15,23 +16,23 @@ finished() { ls "$r"/receipts/*-stop.json 2>/dev/null | wc -l; }
 start=$(finished)
 end=$((SECONDS + n))
 from=$((SECONDS + after))
-while [ $SECONDS -lt $from ] && [ ! -f /tmp/job.rc ]; do sleep 5; done
+while [ $SECONDS -lt $from ] && [ ! -f "$job/job.rc" ]; do sleep 5; done
 mark=$(finished)
-while [ $SECONDS -lt $end ] && [ ! -f /tmp/job.rc ]; do
+while [ $SECONDS -lt $end ] && [ ! -f "$job/job.rc" ]; do
 	now=$(finished)
 	[ "$mode" = stop ] && [ "$now" -gt "$mark" ] && [ $((now % 2)) = 0 ] && break
 	sleep 5
 done
-if [ "$mode" = stop ] && [ ! -f /tmp/job.rc ]; then
-	kill -INT -- -"$(cat /tmp/job.pgid)" 2>/dev/null
-	for _ in $(seq 15); do [ -f /tmp/job.rc ] && break; sleep 2; done # at most 30 s
-	if [ ! -f /tmp/job.rc ]; then # still going: SIGTERM, which Snakemake also ends on
+if [ "$mode" = stop ] && [ ! -f "$job/job.rc" ]; then
+	kill -INT -- -"$(cat "$job/job.pgid")" 2>/dev/null
+	for _ in $(seq 15); do [ -f "$job/job.rc" ] && break; sleep 2; done # at most 30 s
+	if [ ! -f "$job/job.rc" ]; then # still going: SIGTERM, which Snakemake also ends on
 		echo "the run did not end on SIGINT in 30 s: SIGTERM to its process group"
-		kill -TERM -- -"$(cat /tmp/job.pgid)" 2>/dev/null
-		for _ in $(seq 10); do [ -f /tmp/job.rc ] && break; sleep 2; done # at most 20 s, then pack
+		kill -TERM -- -"$(cat "$job/job.pgid")" 2>/dev/null
+		for _ in $(seq 10); do [ -f "$job/job.rc" ] && break; sleep 2; done # at most 20 s, then pack
 	fi
 fi
-echo "sessions finished: $(finished) (were $start); run: $(cat /tmp/job.rc 2>/dev/null || echo running)"
+echo "sessions finished: $(finished) (were $start); run: $(cat "$job/job.rc" 2>/dev/null || echo running)"
 # a session that booted but has no stop receipt was cut (the run was still going when packed):
 # the next lease refuses to measure over it, so its files are named here to delete first
 for b in "$r"/receipts/*-boot.json; do
@@ -39,7 +40,7 @@ for b in "$r"/receipts/*-boot.json; do
 	[ -f "$r/receipts/$sid-stop.json" ] || echo "cut: session $sid has no stop receipt;" \
 		"delete $r/raw/$sid and $r/receipts/$sid-* before the next lease"
 done
-grep -E "Finished|Error|error" /tmp/job.log | tail -15
-tar czf /tmp/exp.tgz "$r" /tmp/job.log 2>/dev/null
-split -b 15M /tmp/exp.tgz "$OUT/exp.tgz.part-"
+grep -E "Finished|Error|error" "$job/job.log" | tail -15
+tar czf "$job/exp.tgz" "$r" "$job/job.log" 2>/dev/null
+split -b 15M "$job/exp.tgz" "$OUT/exp.tgz.part-"
 ls -la "$OUT"
