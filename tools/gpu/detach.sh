@@ -7,5 +7,7 @@
 set -euo pipefail
 pgid_file=${1:?usage: tools/gpu/detach.sh PGID_FILE COMMAND [ARG...]}
 shift
+env --default-signal=INT true 2>/dev/null ||
+	{ echo "detach.sh: this env has no --default-signal (coreutils 8.31 or later)" >&2; exit 1; }
 setsid env --default-signal=INT "$@" >/dev/null 2>&1 </dev/null &
 echo $! >"$pgid_file"
