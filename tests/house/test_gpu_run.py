@@ -65,7 +65,7 @@ try:
             (receipts / f"{pair}-{arm}-boot.json").write_text("{}")
             time.sleep(0.3)
             (receipts / f"{pair}-{arm}-stop.json").write_text("{}")
-        time.sleep(6)  # the next pair boots later
+        time.sleep(15)  # the next pair boots later
 except KeyboardInterrupt:  # as Snakemake ends on Ctrl-C: stops its jobs, exits 1
     sys.exit(1)
 """
