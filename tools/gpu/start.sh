@@ -2,8 +2,8 @@
 # On the GPU host, from the repository root: install the wheels of tools/gpu/wheels.sh and run
 # `snakemake --configfile CONFIG` in its own session (tools/gpu/detach.sh: SIGINT, which
 # poll.sh stops it with, at its default), its output in job.log, its exit status in job.rc and
-# its process group in job.pgid, in KNEE_JOB_DIR (default /tmp); refused while that run goes on. A folder brought back from an earlier lease goes on from its
-# next session. The run goes on in a copy of the tree (KNEE_RUN_DIR, default /tmp/knee-run),
+# its process group in job.pgid, in KNEE_JOB_DIR (default /tmp); refused while that run goes
+# on. A folder brought back from an earlier lease goes on from its next session. The run goes on in a copy of the tree (KNEE_RUN_DIR, default /tmp/knee-run),
 # so that a later transfer of the tree to the host cannot touch the folder being measured.
 # KNEE_HOST_PYTHON: the host's Python (default the project's H200 host's); KNEE_NAME: measure
 # under this name instead of the config's (the same config on another kind of GPU).
@@ -13,7 +13,8 @@ wheels=${2:-.gpu-stage/wf}
 py=${KNEE_HOST_PYTHON:-/opt/torch/.venv/bin/python3}
 run=${KNEE_RUN_DIR:-/tmp/knee-run}
 job=${KNEE_JOB_DIR:-/tmp}
-if [ -f "$job/job.pgid" ] && [ ! -f "$job/job.rc" ] && kill -0 -- -"$(cat "$job/job.pgid")" 2>/dev/null; then
+if [ -f "$job/job.pgid" ] && [ ! -f "$job/job.rc" ] &&
+	kill -0 -- -"$(cat "$job/job.pgid")" 2>/dev/null; then
 	echo "start.sh: a run is still going (process group $(cat "$job/job.pgid"), its log $job/job.log);" \
 		"a second would copy the tree over the first's: end it with tools/gpu/poll.sh 60 NAME" \
 		"stop 0, or wait for $job/job.rc" >&2
