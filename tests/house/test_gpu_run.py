@@ -23,6 +23,14 @@ except KeyboardInterrupt:
 """
 
 
+def end(pgid: int) -> None:
+    """Kill what the test started, by its process group, if it is still there."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def sigint_ignored(pid: int) -> bool:
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("SigIgn:"):
@@ -49,10 +57,7 @@ def test_the_detached_run_ends_on_sigint_to_its_process_group(tmp_path):
             time.sleep(0.05)
         assert out.read_text() == "interrupted"
     finally:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        end(pgid)
 
 
 FAKE_RUN = """
@@ -94,10 +99,7 @@ def test_poll_stops_the_run_between_two_pairs_and_packs_the_folder(tmp_path):
                            env={**env, "OUT": str(out)}, capture_output=True, text=True,
                            timeout=120)
     finally:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        end(pgid)
     assert r.returncode == 0, r.stderr
     assert "sessions finished: 2 (were 0); run: 1" in r.stdout, r.stdout
     assert "SIGTERM" not in r.stdout and "cut:" not in r.stdout
@@ -115,6 +117,6 @@ def test_start_refuses_while_a_run_goes_on(tmp_path):
                            cwd=ROOT, env={**env, "KNEE_RUN_DIR": str(tmp_path / "second")},
                            capture_output=True, text=True, timeout=60)
     finally:
-        os.killpg(pgid, signal.SIGKILL)
+        end(pgid)
     assert r.returncode == 1 and f"a run is still going (process group {pgid}" in r.stderr
     assert not (tmp_path / "second").exists()

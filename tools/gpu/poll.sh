@@ -13,6 +13,7 @@ mode=${3:-}
 after=${4:-0}
 r=results/$name
 finished() { ls "$r"/receipts/*-stop.json 2>/dev/null | wc -l; }
+ended() { for _ in $(seq "$1"); do [ -f "$job/job.rc" ] && return 0; sleep 2; done; return 1; }
 start=$(finished)
 end=$((SECONDS + n))
 from=$((SECONDS + after))
@@ -25,11 +26,10 @@ while [ $SECONDS -lt $end ] && [ ! -f "$job/job.rc" ]; do
 done
 if [ "$mode" = stop ] && [ ! -f "$job/job.rc" ]; then
 	kill -INT -- -"$(cat "$job/job.pgid")" 2>/dev/null
-	for _ in $(seq 15); do [ -f "$job/job.rc" ] && break; sleep 2; done # at most 30 s
-	if [ ! -f "$job/job.rc" ]; then # still going: SIGTERM, which Snakemake also ends on
+	if ! ended 15; then # still going after 30 s: SIGTERM, which Snakemake also ends on
 		echo "the run did not end on SIGINT in 30 s: SIGTERM to its process group"
 		kill -TERM -- -"$(cat "$job/job.pgid")" 2>/dev/null
-		for _ in $(seq 10); do [ -f "$job/job.rc" ] && break; sleep 2; done # at most 20 s, then pack
+		ended 10 # at most 20 s more, then pack
 	fi
 fi
 echo "sessions finished: $(finished) (were $start); run: $(cat "$job/job.rc" 2>/dev/null || echo running)"
