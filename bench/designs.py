@@ -20,7 +20,11 @@ between-pair SD of their means per pair, beside the SD that the requests' own sp
 only more requests a pair narrow them: the requests an arm needs a pair for a between-pair CV
 of --target-cv. Where the measured SD lies far above the prediction, a per-boot offset (the
 boot part, √(measured² − predicted²)) dominates, and no number of requests removes it.
-Reads the folders only; boots nothing.
+
+Last, each later folder set against the first, rule by rule: the ratio of the first's
+between-pair variance to the later's, and the one-sided F test's p that the later design
+spreads as wide as the first (pairs less one degrees of freedom each): with 4 pairs a folder,
+only a ratio above about 9.3 is told from chance at 5 %. Reads the folders only; boots nothing.
 """
 
 import argparse
@@ -28,6 +32,8 @@ import math
 import statistics
 import sys
 from pathlib import Path
+
+from scipy import stats
 
 from knee.analyze import requestsplit
 from knee.analyze.folder import load_sessions
@@ -77,6 +83,24 @@ def request_split(root: Path, target_cv: float) -> dict | None:
             "needed": math.ceil((split["request_sd"] / target_cv) ** 2)}
 
 
+def against_first(out: list[dict]) -> list[dict]:
+    """Each later folder's rules set against the first folder's rule of the same name: the
+    variance ratio (first / later) and the one-sided F test's p that the later spreads as wide
+    (None where either has under two pairs)."""
+    first = {r["rule"]: r for r in out if r["folder"] == out[0]["folder"]}
+    got = []
+    for r in out:
+        base = first.get(r["rule"])
+        if r["folder"] == out[0]["folder"] or base is None:
+            continue
+        ratio = p = None
+        if base["cv"] is not None and r["cv"]:
+            ratio = (base["cv"] / r["cv"]) ** 2
+            p = float(stats.f.sf(ratio, base["pairs"] - 1, r["pairs"] - 1))
+        got.append({"folder": r["folder"], "rule": r["rule"], "ratio": ratio, "p": p})
+    return got
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -106,6 +130,14 @@ def main() -> int:
         print(f"{s['folder']:32} {s['pairs']:>5} {s['requests']:>8.1f} {s['request_sd']:>8.2f} "
               f"{s['predicted']:>11.2f} {s['measured']:>10.2f} {s['boot']:>11.2f} "
               f"{s['needed']:>14}")
+    if len(a.results) > 1:
+        print(f"\nset against {a.results[0].name} (variance ratio, first / this; one-sided F "
+              f"test's p that this spreads as wide):\n{'folder':32} {'rule':24} {'ratio':>7} "
+              f"{'p':>7}")
+        for r in against_first(out):
+            ratio = "–" if r["ratio"] is None else f"{r['ratio']:.2f}"
+            p = "–" if r["p"] is None else f"{r['p']:.3f}"
+            print(f"{r['folder']:32} {r['rule']:24} {ratio:>7} {p:>7}")
     return 0
 
 

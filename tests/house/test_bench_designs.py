@@ -2,6 +2,7 @@
 MDE per bar rule, with the folder's protocol order."""
 
 import importlib.util
+import math
 import statistics
 
 from knee.core import jsonio
@@ -28,7 +29,6 @@ def test_one_pair_has_no_spread():
 
 
 def test_one_boots_spread_is_taken_around_each_arms_own_mean():
-    import math
 
     rule = {"per_pair": [{"control": 100.0, "candidate": 200.0},
                          {"control": 110.0, "candidate": 220.0},
@@ -47,7 +47,6 @@ def test_interleaved_on_shared_cpus_the_arms_share_the_hosts_drift():
     """The published A/A on the same CPUs: every rule's pairs spread under a third of what
     independent arms would (√2 times one boot's spread around its arm's mean), where the
     same order on a CPU set per arm spread as if the arms shared nothing."""
-    import math
 
     for r in designs.rows(ROOT / "results" / "qwen-aa-interleaved-shared-h100"):
         assert r["design"] == "interleaved" and r["pairs"] == 4
@@ -58,7 +57,6 @@ def test_request_matched_split_names_a_boot_component_where_there_is_one():
     """Single stream, request by request: on shared CPUs the pairs spread as their requests
     predict (no boot component left: only more requests narrow them); on a CPU set per arm
     they spread far wider than that (the halves drifted apart between boots)."""
-    import math
 
     shared = designs.request_split(ROOT / "results" / "qwen-aa-interleaved-shared-h100", 0.7)
     assert shared["pairs"] == 4 and 31 <= shared["requests"] <= 32
@@ -72,3 +70,31 @@ def test_request_matched_split_names_a_boot_component_where_there_is_one():
     assert sequential["pairs"] == 14 and sequential["request_sd"] < 0.15 * shared["request_sd"]
     assert sequential["measured"] > 3 * sequential["predicted"], sequential
     assert shared["boot"] < 0.5 < 2 < sequential["boot"] < sequential["measured"]
+
+
+def test_a_later_design_is_set_against_the_first_by_an_f_test_of_the_pairs_spread():
+    """The variance ratio of the first folder's pairs to a later one's, rule by rule, with the
+    one-sided F test's p: at 4 pairs each (3 and 3 degrees of freedom) a ratio of 9.28 is the
+    5 % point; equal spreads give p one half; a folder of one pair has none."""
+    rows = [{"folder": "seq", "rule": "r", "pairs": 4, "cv": math.sqrt(9.277)},
+            {"folder": "int", "rule": "r", "pairs": 4, "cv": 1.0},
+            {"folder": "same", "rule": "r", "pairs": 4, "cv": math.sqrt(9.277)},
+            {"folder": "one", "rule": "r", "pairs": 1, "cv": None}]
+    got = {r["folder"]: r for r in designs.against_first(rows)}
+    assert set(got) == {"int", "same", "one"}
+    assert math.isclose(got["int"]["ratio"], 9.277) and abs(got["int"]["p"] - 0.05) < 1e-3
+    assert math.isclose(got["same"]["p"], 0.5)
+    assert got["one"]["ratio"] is None and got["one"]["p"] is None
+
+
+def test_on_one_kind_of_host_the_same_minutes_order_narrows_what_the_sequential_one_spreads():
+    """The published A/As of the CPU-paced 1.5B on H100 hosts: one after the other, a per-boot
+    offset dominates the pairs' single-stream spread; in the same minutes on the same CPUs none
+    is left, and the pairs spread less single stream and at C8 (F test at 5 %), not at C16."""
+    seq = designs.request_split(ROOT / "results" / "qwen-aa-sequential-h100", 0.7)
+    assert seq["pairs"] == 4 and seq["measured"] > 2 * seq["predicted"] and seq["boot"] > 5, seq
+    out = [r for name in ("qwen-aa-sequential-h100", "qwen-aa-interleaved-shared-h100")
+           for r in designs.rows(ROOT / "results" / name)]
+    got = {r["rule"]: r for r in designs.against_first(out)}
+    assert got["single-stream parity"]["p"] < 0.05 and got["C8 parity"]["p"] < 0.05, got
+    assert got["C16 parity"]["p"] > 0.5, got
