@@ -3,8 +3,9 @@
 # `snakemake --configfile CONFIG` in its own session (tools/gpu/detach.sh: SIGINT, which
 # poll.sh stops it with, at its default), its output in job.log, its exit status in job.rc and
 # its process group in job.pgid, in KNEE_JOB_DIR (default /tmp); refused while that run goes
-# on. A folder brought back from an earlier lease goes on from its next session. The run goes on in a copy of the tree (KNEE_RUN_DIR, default /tmp/knee-run),
-# so that a later transfer of the tree to the host cannot touch the folder being measured.
+# on. A folder brought back from an earlier lease goes on from its next session. The run goes
+# on in a copy of the tree (KNEE_RUN_DIR, default /tmp/knee-run), so that a later transfer of
+# the tree to the host cannot touch the folder being measured.
 # KNEE_HOST_PYTHON: the host's Python (default the project's H200 host's); KNEE_NAME: measure
 # under this name instead of the config's (the same config on another kind of GPU).
 set -euo pipefail
