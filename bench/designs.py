@@ -35,7 +35,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from knee.analyze import requestsplit
+from knee.analyze import armfigures, requestsplit
 from knee.analyze.folder import load_sessions
 from knee.core import jsonio, layout
 
@@ -62,21 +62,57 @@ def boot_cv(rule: dict) -> float | None:
     return 100 * math.sqrt(sum(spread) / (2 * (len(pairs) - 1)))
 
 
+def measured_pairs(root: Path, plan: dict) -> int:
+    """The pairs whose both sessions finished (a stop receipt each), counted from the first."""
+    n = 0
+    while any(x["pair"] == n + 1 for x in plan["protocol"]["sessions"]) and all(
+            (root / layout.receipt(x["id"], "stop")).is_file()
+            for x in plan["protocol"]["sessions"] if x["pair"] == n + 1):
+        n += 1
+    return n
+
+
+def unfinished_rules(root: Path, plan: dict) -> list[dict]:
+    """A folder still being measured has no comparison/bar.json: each bar rule's figure per
+    pair from the raw files of the pairs measured so far (knee.analyze.armfigures, as the bar
+    computes it), with no MDE."""
+    n = measured_pairs(root, plan)
+    sessions = load_sessions(plan, root, pairs=n) if n else {}
+    rules = []
+    for rule in plan["bar"]["rules"]:
+        per_pair = []
+        for pair in range(1, n + 1):
+            control, candidate = (armfigures.arm_figures(
+                sessions[(pair, arm)]["raw"][rule["instrument"]]).get(rule["point"], {})
+                .get(rule["metric"]) for arm in ("control", "candidate"))
+            per_pair.append({"control": control, "candidate": candidate,
+                             "delta_pct": armfigures.delta_pct(control, candidate)})
+        rules.append({"rule": rule["name"], "per_pair": per_pair, "mde_pct": None})
+    return rules
+
+
 def rows(root: Path) -> list[dict]:
+    """Each bar rule's row; for a folder still being measured, from the pairs measured so far
+    (its design says how many of how many)."""
     plan = jsonio.read(root / layout.PLAN, "plan")
-    bar = jsonio.read(root / layout.BAR, "bar")
     order = plan["protocol"]["order"]
     design = order if isinstance(order, str) else "fixed " + "-".join(order)
+    if (root / layout.BAR).is_file():
+        rules = jsonio.read(root / layout.BAR, "bar")["rules"]
+    else:
+        rules = unfinished_rules(root, plan)
+        design += f" ({measured_pairs(root, plan)} of {plan['protocol']['pairs']})"
     return [{"folder": root.name, "design": design, "rule": r["rule"],
              "pairs": len(r.get("per_pair", [])), "cv": between_pair_cv(r),
-             "boot_cv": boot_cv(r), "mde": r.get("mde_pct")} for r in bar["rules"]]
+             "boot_cv": boot_cv(r), "mde": r.get("mde_pct")} for r in rules]
 
 
 def request_split(root: Path, target_cv: float) -> dict | None:
     """The folder's single-stream noise split request by request (knee.analyze.requestsplit),
     with the requests an arm needs a pair for target_cv; None under two pairs."""
     plan = jsonio.read(root / layout.PLAN, "plan")
-    split = requestsplit.split(requestsplit.log_ratios(load_sessions(plan, root)))
+    pairs = None if (root / layout.BAR).is_file() else measured_pairs(root, plan)
+    split = requestsplit.split(requestsplit.log_ratios(load_sessions(plan, root, pairs=pairs)))
     if split is None:
         return None
     return {"folder": root.name, **split,

@@ -3,6 +3,7 @@ MDE per bar rule, with the folder's protocol order."""
 
 import importlib.util
 import math
+import shutil
 import statistics
 
 from knee.core import jsonio
@@ -98,3 +99,33 @@ def test_on_one_kind_of_host_the_same_minutes_order_narrows_what_the_sequential_
     got = {r["rule"]: r for r in designs.against_first(out)}
     assert got["single-stream parity"]["p"] < 0.05 and got["C8 parity"]["p"] < 0.05, got
     assert got["C16 parity"]["p"] > 0.5, got
+
+
+def test_a_folder_still_being_measured_is_read_from_the_pairs_it_measured(tmp_path):
+    """Without comparison/bar.json, each rule's pairs come from the raw files as the bar
+    computes them: a finished folder's raw files alone give its bar's spread; with pair 4's
+    last session unfinished, the first 3 pairs, said in the design."""
+    src = ROOT / "results" / "qwen-aa-interleaved-shared-h100"
+    root = tmp_path / src.name
+    root.mkdir()
+    for part in ("plan.json", "raw", "receipts"):
+        (shutil.copytree if (src / part).is_dir() else shutil.copy)(src / part, root / part)
+    published = {r["rule"]: r for r in designs.rows(src)}
+    for row in designs.rows(root):
+        assert row["design"] == "interleaved (4 of 4)" and row["mde"] is None
+        assert math.isclose(row["cv"], published[row["rule"]]["cv"], rel_tol=1e-9), row
+    (root / "receipts" / "4-candidate-stop.json").unlink()
+    got = designs.rows(root)
+    assert {r["design"] for r in got} == {"interleaved (3 of 4)"} and got[0]["pairs"] == 3
+    assert designs.request_split(root, 0.7)["pairs"] == 3
+
+
+def test_a_gpu_paced_model_interleaved_is_narrower_request_by_request():
+    """The 14B-shaped model the GPU paces, interleaved on shared CPUs: one request's log ratio
+    spreads a fifth of the CPU-paced 1.5B's, and single stream the pairs spread under 1 %."""
+    gpu = designs.request_split(ROOT / "results" / "aa-interleaved-14b-h100", 0.7)
+    cpu = designs.request_split(ROOT / "results" / "qwen-aa-interleaved-shared-h100", 0.7)
+    assert gpu["pairs"] >= 3 and gpu["request_sd"] < 0.25 * cpu["request_sd"], gpu
+    single = next(r for r in designs.rows(ROOT / "results" / "aa-interleaved-14b-h100")
+                  if r["rule"] == "single-stream parity")
+    assert single["cv"] < 1.0, single
