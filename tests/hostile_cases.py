@@ -304,6 +304,10 @@ CASES = [
                                           S(f"{RULE}.point", 64)),
          r"bar.rules\[1\].instrument: 'depth' is not configured"),
     Case("bar-pairs", S("bar.pairs", "all"), r"bar.pairs: 'all' is no longer a setting"),
+    Case("divergent-share-instrument-absent", S("bar.max_divergent_share", {"latency": 0.1}),
+         r"bar.max_divergent_share.latency: 'latency' is not configured under instruments"),
+    Case("divergent-share-above-one", S("bar.max_divergent_share", {"fixture": 2}),
+         r"bar.max_divergent_share.fixture: 2 is greater than the maximum of 1"),
     Case("alpha-too-big", S("bar.alpha", 0.5), r"bar.alpha: 0.5 is greater than the maximum"),
     Case("within-zero", S("bar.rules[0].within_pct", 0), r"within_pct: 0 is less than or equal"),
     # round two: owned flags by abbreviation, settings from outside the plan, flags not in full

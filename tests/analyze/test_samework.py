@@ -65,6 +65,21 @@ def test_a_registered_max_divergent_share_makes_different_work_confounded(share,
                                  "first difference at token 2 (median)")
 
 
+@pytest.mark.parametrize("share, confounded", [({"fixture": 0.2}, True),
+                                               ({"fixture": 0.5}, False),
+                                               ({"sweep": 0.0}, False)])
+def test_a_share_per_instrument_judges_only_the_instruments_it_names(share, confounded):
+    """Where the change itself changes the sampled tokens at C8 (it proposes otherwise there)
+    but not single stream, the bar registers a share for the fixture alone."""
+    half = sessions([[1, 2], [3, 4]], [[1, 2], [3, 9]])
+    comparison = {"experiment": "x", "verdict": "VALID", "rows": [], **samework.section(half)}
+    rules = {"alpha": 0.05, "rules": [], "max_divergent_share": share}
+    out = bar.judge(comparison, rules, pairs=2, bar_sha256="h", measured_bar_sha256={"h"})
+    assert (out["verdict"] == "CONFOUNDED") is confounded
+    if confounded:
+        assert "above the registered max_divergent_share 20 %" in out["confounds"][0]["what"]
+
+
 def test_the_readme_says_whether_the_arms_did_the_same_work():
     from knee.publish import readme
 

@@ -71,15 +71,16 @@ def section(sessions: Sessions) -> SameWorkSection:
 
 
 def divergences(comparison: Mapping[str, Any],
-                max_share: float | None) -> list[EngineDifference]:
+                max_share: float | Mapping[str, float] | None) -> list[EngineDifference]:
     """Each point whose share of paired requests with different tokens is above the bar's
-    max_divergent_share, as a confound: the arms compared different work."""
-    if max_share is None:
-        return []
+    max_divergent_share (one for every instrument, or its instrument's), as a confound: the
+    arms compared different work."""
     out: list[EngineDifference] = []
     for row in comparison.get("same_work") or []:
         share = 1 - row["identical_share"]
-        if share > max_share:
+        limit = max_share.get(row["instrument"]) if isinstance(max_share, Mapping) \
+            else max_share
+        if limit is not None and share > limit:
             where = (f", first difference at token {row['first_difference_median']:g} (median)"
                      if row["first_difference_median"] is not None else "")
             out.append({"kind": "output tokens", "arms": ["control", "candidate"],
@@ -87,5 +88,5 @@ def divergences(comparison: Mapping[str, Any],
                                 f"{row['paired'] - row['identical']} of {row['paired']} paired "
                                 f"requests generated different tokens ({100 * share:.1f} %, "
                                 f"above the registered max_divergent_share "
-                                f"{100 * max_share:g} %){where}"})
+                                f"{100 * limit:g} %){where}"})
     return out

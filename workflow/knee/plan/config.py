@@ -136,8 +136,14 @@ def model_ref(config: Config) -> Section:
 
 
 def check_bar(config: Config, source: str = "config") -> None:
-    """Every bar rule must name a point its instrument measures."""
+    """Every bar rule must name a point its instrument measures, and a share of divergent
+    requests per instrument an instrument the config measures with."""
     inst = config["instruments"]
+    share = config["bar"].get("max_divergent_share")
+    for name in share if isinstance(share, dict) else ():
+        if name not in inst:
+            raise KneeError(f"{source}: bar.max_divergent_share.{name}: {name!r} is not "
+                            f"configured under instruments (configured: {', '.join(inst)})")
     for i, rule in enumerate(config["bar"]["rules"]):
         where = f"{source}: bar.rules[{i}]"
         if rule["instrument"] not in inst:

@@ -70,7 +70,8 @@ class PlanBar(TypedDict, total=False):
     rules: Required[list[BarRule]]
     adjust: Section
     expected_engine_differences: list[str]
-    max_divergent_share: float  # above it, paired requests whose tokens differ confound
+    # above it, paired requests whose tokens differ confound: one share, or per instrument
+    max_divergent_share: float | dict[str, float]
 
 
 class PlannedSession(TypedDict, total=False):
