@@ -10,6 +10,10 @@ boot's CV (the spread of each boot's figure around its arm's mean over the pairs
 it: the spread the pairs' effects would have if the two arms of a pair shared none of each
 other's noise, as in a sequential order whose boots are minutes apart. A design that measures
 both arms in the same minutes (simultaneous, interleaved) helps where its CV lies under that.
+Where the arms swap sets between pairs (those orders; in interleaved order set 2's engine boots
+once set 1's has), the last column is the set effect: the set-2 arm's figure against the set-1
+arm's, mean over pairs and 90 % half-width. It cancels from the mean over an even number of
+pairs and widens their spread where it is not zero.
 Sequential and both-arms-at-once orders measured on one host compare here.
 
 Below the table, where both arms sent the same single-stream requests (the fixture) for the
@@ -85,10 +89,27 @@ def unfinished_rules(root: Path, plan: dict) -> list[dict]:
             control, candidate = (armfigures.arm_figures(
                 sessions[(pair, arm)]["raw"][rule["instrument"]]).get(rule["point"], {})
                 .get(rule["metric"]) for arm in ("control", "candidate"))
-            per_pair.append({"control": control, "candidate": candidate,
+            per_pair.append({"pair": pair, "control": control, "candidate": candidate,
                              "delta_pct": armfigures.delta_pct(control, candidate)})
         rules.append({"rule": rule["name"], "per_pair": per_pair, "mde_pct": None})
     return rules
+
+
+def set_effect(rule: dict, plan: dict) -> tuple[float, float] | None:
+    """Where the arms swap sets between pairs (simultaneous and interleaved orders; in
+    interleaved order set 2's engine boots once set 1's has): the mean over pairs of the set-2
+    arm's figure against the set-1 arm's (%) and its 90 % t half-width. Zero in truth where the
+    sets are alike; it cancels from the pairs' mean over an even number of pairs, and widens
+    their spread where it is not zero. None under three pairs or without sets."""
+    sets = {x["pair"]: x["set"] for x in plan["protocol"]["sessions"]
+            if x["arm"] == "candidate" and "set" in x}
+    signed = [(1 if sets[p["pair"]] == 2 else -1) * p["delta_pct"]
+              for p in rule.get("per_pair", [])
+              if p.get("delta_pct") is not None and p.get("pair") in sets]
+    if len(signed) < 3:
+        return None
+    half = stats.t.ppf(0.95, len(signed) - 1) * statistics.stdev(signed) / math.sqrt(len(signed))
+    return statistics.fmean(signed), float(half)
 
 
 def rows(root: Path) -> list[dict]:
@@ -104,7 +125,8 @@ def rows(root: Path) -> list[dict]:
         design += f" ({measured_pairs(root, plan)} of {plan['protocol']['pairs']})"
     return [{"folder": root.name, "design": design, "rule": r["rule"],
              "pairs": len(r.get("per_pair", [])), "cv": between_pair_cv(r),
-             "boot_cv": boot_cv(r), "mde": r.get("mde_pct")} for r in rules]
+             "boot_cv": boot_cv(r), "mde": r.get("mde_pct"), "set": set_effect(r, plan)}
+            for r in rules]
 
 
 def request_split(root: Path, target_cv: float) -> dict | None:
@@ -148,13 +170,14 @@ def main() -> int:
     a = ap.parse_args()
     out = [r for root in a.results for r in rows(root)]
     print(f"{'folder':26} {'design':16} {'rule':24} {'pairs':>5} {'CV %':>6} {'boot %':>6} "
-          f"{'√2 boot':>7} {'MDE %':>6}")
+          f"{'√2 boot':>7} {'MDE %':>6} {'set 2 − set 1 %':>16}")
     for r in out:
         cv, boot = (("–" if v is None else f"{v:.2f}") for v in (r["cv"], r["boot_cv"]))
         apart = "–" if r["boot_cv"] is None else f"{math.sqrt(2) * r['boot_cv']:.2f}"
         mde = "–" if r["mde"] is None or math.isnan(r["mde"]) else f"{r['mde']:.2f}"
+        sets = "–" if r["set"] is None else f"{r['set'][0]:+.2f} ± {r['set'][1]:.2f}"
         print(f"{r['folder']:26} {r['design']:16} {r['rule']:24} {r['pairs']:>5} {cv:>6} "
-              f"{boot:>6} {apart:>7} {mde:>6}")
+              f"{boot:>6} {apart:>7} {mde:>6} {sets:>16}")
     print(f"\nsingle stream, request by request (the same work in both arms):\n"
           f"{'folder':32} {'pairs':>5} {'req/pair':>8} {'req SD %':>8} {'predicted %':>11} "
           f"{'measured %':>10} {'boot part %':>11} {f'req for {a.target_cv:g} %':>14}")

@@ -129,3 +129,22 @@ def test_a_gpu_paced_model_interleaved_is_narrower_request_by_request():
     single = next(r for r in designs.rows(ROOT / "results" / "aa-interleaved-14b-h100")
                   if r["rule"] == "single-stream parity")
     assert single["cv"] < 1.0, single
+
+
+def test_the_set_effect_is_the_set_2_arms_edge_signed_by_which_arm_had_it():
+    """Arms swap sets between pairs: a set-2 arm 2 % faster reads +2 % where the candidate has
+    set 2 and −2 % where the control has it; signed back, the effect is +2 % in every pair,
+    and the pairs' mean effect, 0, is untouched. Sequential orders have no sets."""
+    plan = {"protocol": {"sessions": [
+        {"pair": p, "arm": arm, "set": (1 if (p % 2) == (arm == "control") else 2)}
+        for p in (1, 2, 3, 4) for arm in ("control", "candidate")]}}
+    rule = {"per_pair": [{"pair": p, "delta_pct": 2.0 if p % 2 else -2.0} for p in (1, 2, 3, 4)]}
+    mean, half = designs.set_effect(rule, plan)
+    assert math.isclose(mean, 2.0) and math.isclose(half, 0.0, abs_tol=1e-12)
+    rule["per_pair"][0]["delta_pct"] = 3.0  # one pair's own noise: a width, the same sign
+    mean, half = designs.set_effect(rule, plan)
+    assert math.isclose(mean, 2.25) and half > 0
+    assert designs.set_effect({"per_pair": rule["per_pair"][:2]}, plan) is None
+    sequential = {"protocol": {"sessions": [{"pair": 1, "arm": "control"},
+                                            {"pair": 1, "arm": "candidate"}]}}
+    assert designs.set_effect(rule, sequential) is None
