@@ -214,11 +214,13 @@ def judge_plan(plan: Plan, comparison: Mapping[str, Any],
         out["hosts"] = where
     if out["rules"]:
         by_pair = hosts.pair_hosts(boots)
+        sets = {s["pair"]: s["set"] for s in plan["protocol"].get("sessions", [])
+                if s["arm"] == "candidate" and "set" in s}
         for rule, verdict in zip(plan["bar"]["rules"], out["rules"], strict=True):
             if verdict.get("per_pair") and verdict.get("estimate") is not None:
                 _, used = covariate.used_effects(rule, verdict, comparison)
                 verdict["robustness"] = robust.section(rule, verdict, used, by_pair,
-                                                       1 - 2 * out["alpha_per_look"])
+                                                       1 - 2 * out["alpha_per_look"], sets)
         out["family"] = robust.family(plan["bar"]["rules"], out["alpha_per_look"])
     return out
 

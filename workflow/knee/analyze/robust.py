@@ -7,7 +7,11 @@ A rule's verdict is decided, as registered, on the Student t interval over the p
 - a rank interval: the Hodges-Lehmann estimate with the Wilcoxon signed-rank interval (exact,
   from five pairs at a 90 % level), which no single wild pair moves far;
 - where the pairs ran on several hosts: the t interval over the hosts' mean effects (pairs
-  split across two hosts left out), since pairs on one host share its state.
+  split across two hosts left out), since pairs on one host share its state;
+- where the arms swap sets between pairs (simultaneous and interleaved orders; in interleaved
+  order set 2's engine boots once set 1's has): the crossover reading, the effects fitted with
+  the set the candidate had as a second term (from four pairs, both sets among them), since a
+  set worth something to either arm cancels from the mean only where the pairs balance it.
 A verdict that any of them decides otherwise is *fragile*: it rests on one pair, on the shape
 of the spread, or on treating the pairs of one host as independent. Robustness decides nothing;
 the README says where a verdict is fragile and why.
@@ -19,6 +23,7 @@ an experiment with no effect beyond any threshold FAILs by chance is at most R x
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -26,7 +31,15 @@ from typing import Any
 from knee.analyze import inference
 from knee.analyze.stats import fmean
 from knee.core.records import BarRule
-from knee.core.records.verdict import Dropped, Family, OverHosts, RankVerdict, Robustness, TVerdict
+from knee.core.records.verdict import (
+    Dropped,
+    Family,
+    OverHosts,
+    OverSets,
+    RankVerdict,
+    Robustness,
+    TVerdict,
+)
 
 
 @lru_cache(maxsize=256)
@@ -94,9 +107,35 @@ def by_host(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
     return None if judged is None else OverHosts(hosts=len(means), **judged)
 
 
+def by_set(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
+           sets_of: Mapping[int, int], level: float) -> OverSets | None:
+    """Least squares of the effects on a mean and the candidate's set (+1 set 2, -1 set 1):
+    the mean judged on its t interval with n - 2 degrees of freedom, and the set term, the
+    set-2 arm against the set-1 arm (None under four pairs, or with one set for the
+    candidate)."""
+    signs = [1.0 if sets_of.get(p) == 2 else -1.0 for p in pairs]
+    n = len(effects)
+    if n < 4 or len(set(signs)) < 2:
+        return None
+    s_bar, e_bar = fmean(signs), fmean(effects)
+    sxx = math.fsum((x - s_bar) ** 2 for x in signs)
+    slope = math.fsum((x - s_bar) * (e - e_bar) for x, e in zip(signs, effects, strict=True)) / sxx
+    mean = e_bar - slope * s_bar
+    rss = math.fsum((e - mean - slope * x) ** 2 for x, e in zip(signs, effects, strict=True))
+    t = inference.t_quantile((1 + level) / 2, n - 2) * math.sqrt(rss / (n - 2))
+    h_mean, h_set = t * math.sqrt(1 / n + s_bar ** 2 / sxx), t / math.sqrt(sxx)
+    bounds = (mean - h_mean, mean + h_mean)
+    return {"verdict": inference.decide(rule, bounds), "estimate": inference.to_pct(mean),
+            "interval": [inference.to_pct(b) for b in bounds],
+            "set_effect": inference.to_pct(slope),
+            "set_interval": [inference.to_pct(slope - h_set), inference.to_pct(slope + h_set)]}
+
+
 def section(rule: BarRule, verdict: Mapping[str, Any], effects: Sequence[float],
-            hosts_of: Mapping[int, list[str]], level: float) -> Robustness:
-    """bar.json's robustness of one judged rule, on the effects its verdict used."""
+            hosts_of: Mapping[int, list[str]], level: float,
+            sets_of: Mapping[int, int] | None = None) -> Robustness:
+    """bar.json's robustness of one judged rule, on the effects its verdict used; by_set only
+    where the arms swap sets between pairs (sets_of: the candidate's set of each pair)."""
     pairs = [p["pair"] for p in verdict["per_pair"]]
     estimate, bounds = rank_interval(effects, level)
     rank: RankVerdict = {"estimate": inference.to_pct(estimate),
@@ -111,8 +150,12 @@ def section(rule: BarRule, verdict: Mapping[str, Any], effects: Sequence[float],
         why.append(f"rank interval: {rank['verdict']}")
     if hosts and hosts["verdict"] != registered:
         why.append(f"over the {hosts['hosts']} hosts' means: {hosts['verdict']}")
-    return {"leave_one_out": drops, "rank": rank, "by_host": hosts, "fragile": bool(why),
-            "why": why}
+    sets = by_set(rule, pairs, effects, sets_of, level) if sets_of else None
+    if sets and sets["verdict"] != registered:
+        why.append(f"with the arms' sets as a term: {sets['verdict']}")
+    out: Robustness = {"leave_one_out": drops, "rank": rank, "by_host": hosts,
+                       "fragile": bool(why), "why": why}
+    return {**out, "by_set": sets} if sets_of else out
 
 
 def family(rules: Sequence[Mapping[str, Any]], alpha: float) -> Family:

@@ -2,7 +2,7 @@
 effect, the registered adjustment the rules are judged with, the rule judged again by other
 readings of the same effects, and what combining the rules does to the bar's error rates."""
 
-from typing import Required, TypedDict
+from typing import NotRequired, Required, TypedDict
 
 
 class PairEffect(TypedDict):
@@ -43,6 +43,14 @@ class OverHosts(TVerdict):
     hosts: int
 
 
+class OverSets(TVerdict):
+    """The rule on the effects fitted with the candidate's set as a second term (the arms swap
+    sets between pairs), and that term: the set-2 arm against the set-1 arm (%)."""
+
+    set_effect: float
+    set_interval: list[float]
+
+
 class RankVerdict(TypedDict):
     """The rule on the Hodges-Lehmann estimate and the exact signed-rank interval (no interval
     or verdict where the pairs are too few)."""
@@ -59,6 +67,7 @@ class Robustness(TypedDict):
     leave_one_out: list[Dropped] | None
     rank: RankVerdict
     by_host: OverHosts | None
+    by_set: NotRequired[OverSets | None]  # only where the arms swap sets between pairs
     fragile: bool
     why: list[str]
 
