@@ -79,7 +79,7 @@ def measured_pairs(root: Path, plan: dict) -> int:
 def unfinished_rules(root: Path, plan: dict) -> list[dict]:
     """A folder still being measured has no comparison/bar.json: each bar rule's figure per
     pair from the raw files of the pairs measured so far (knee.analyze.armfigures, as the bar
-    computes it), with no MDE."""
+    computes it before any registered adjustment), with no MDE."""
     n = measured_pairs(root, plan)
     sessions = load_sessions(plan, root, pairs=n) if n else {}
     rules = []
