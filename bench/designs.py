@@ -12,8 +12,9 @@ other's noise, as in a sequential order whose boots are minutes apart. A design 
 both arms in the same minutes (simultaneous, interleaved) helps where its CV lies under that.
 Where the arms swap sets between pairs (those orders; in interleaved order set 2's engine boots
 once set 1's has), the last column is the set effect: the set-2 arm's figure against the set-1
-arm's, mean over pairs and 90 % half-width. It cancels from the mean over an even number of
-pairs and widens their spread where it is not zero.
+arm's, with its 90 % half-width (in an A/B, fitted beside the effect itself). It cancels from
+the mean over an even number of pairs and widens their spread where it is not zero. An A/B
+folder reads the same way: its between-pair CV is the noise its verdict rests on.
 Sequential and both-arms-at-once orders measured on one host compare here.
 
 Below the table, where both arms sent the same single-stream requests (the fixture) for the
@@ -39,9 +40,10 @@ from pathlib import Path
 
 from scipy import stats
 
-from knee.analyze import armfigures, requestsplit
+from knee.analyze import armfigures, requestsplit, robust
 from knee.analyze.folder import load_sessions
 from knee.core import jsonio, layout
+from knee.plan.arms import NO_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,15 +99,23 @@ def unfinished_rules(root: Path, plan: dict) -> list[dict]:
 
 def set_effect(rule: dict, plan: dict) -> tuple[float, float] | None:
     """Where the arms swap sets between pairs (simultaneous and interleaved orders; in
-    interleaved order set 2's engine boots once set 1's has): the mean over pairs of the set-2
-    arm's figure against the set-1 arm's (%) and its 90 % t half-width. Zero in truth where the
-    sets are alike; it cancels from the pairs' mean over an even number of pairs, and widens
-    their spread where it is not zero. None under three pairs or without sets."""
+    interleaved order set 2's engine boots once set 1's has): the set-2 arm's figure against
+    the set-1 arm's (%) and its 90 % t half-width. In an A/A (no variable: the pairs' mean is
+    zero by design) the mean over pairs of the effects signed by the candidate's set, from
+    three pairs; in an A/B the set term of the effects fitted on a mean and the set
+    (knee.analyze.robust.set_fit), from four, so that a real effect, whose sign the signing
+    would flip from pair to pair, is not read as spread. Zero in truth where the sets are
+    alike; it cancels from the pairs' mean over an even number of pairs, and widens their
+    spread where it is not zero. None under that many pairs or without sets."""
     sets = {x["pair"]: x["set"] for x in plan["protocol"]["sessions"]
             if x["arm"] == "candidate" and "set" in x}
-    signed = [(1 if sets[p["pair"]] == 2 else -1) * p["delta_pct"]
-              for p in rule.get("per_pair", [])
-              if p.get("delta_pct") is not None and p.get("pair") in sets]
+    measured = [(1.0 if sets[p["pair"]] == 2 else -1.0, p["delta_pct"])
+                for p in rule.get("per_pair", [])
+                if p.get("delta_pct") is not None and p.get("pair") in sets]
+    if plan.get("variable", NO_VARIABLE) != NO_VARIABLE:
+        fit = robust.set_fit([d for _, d in measured], [s for s, _ in measured], 0.90)
+        return None if fit is None else (fit.set_term, fit.set_half)
+    signed = [s * d for s, d in measured]
     if len(signed) < 3:
         return None
     half = stats.t.ppf(0.95, len(signed) - 1) * statistics.stdev(signed) / math.sqrt(len(signed))

@@ -148,3 +148,20 @@ def test_the_set_effect_is_the_set_2_arms_edge_signed_by_which_arm_had_it():
     sequential = {"protocol": {"sessions": [{"pair": 1, "arm": "control"},
                                             {"pair": 1, "arm": "candidate"}]}}
     assert designs.set_effect(rule, sequential) is None
+
+
+def test_in_an_ab_the_set_effect_is_fitted_beside_the_effect_not_signed_into_it():
+    """An A/B whose candidate is 8 % slower, with set 2 worth +1 %: signing the effects by set
+    would flip the −8 % from pair to pair and read it as spread; fitted beside a mean, the set
+    term is +1 % and as narrow as the pairs' own noise, from four pairs."""
+    plan = {"variable": "speculative_config.num_speculative_tokens", "protocol": {"sessions": [
+        {"pair": p, "arm": arm, "set": (1 if (p % 2) == (arm == "control") else 2)}
+        for p in (1, 2, 3, 4, 5, 6) for arm in ("control", "candidate")]}}
+    noise = [0.1, -0.1, 0.0, 0.05, -0.05, 0.0]
+    rule = {"per_pair": [{"pair": p, "delta_pct": -8.0 + (1.0 if p % 2 else -1.0) + e}
+                         for p, e in enumerate(noise, start=1)]}
+    mean, half = designs.set_effect(rule, plan)
+    assert math.isclose(mean, 1.0, abs_tol=0.05) and 0 < half < 0.2
+    aa = {"protocol": plan["protocol"]}  # read as an A/A, the effect lands in the width
+    assert designs.set_effect(rule, aa)[1] > 5
+    assert designs.set_effect({"per_pair": rule["per_pair"][:3]}, plan) is None

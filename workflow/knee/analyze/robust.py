@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from knee.analyze import inference
 from knee.analyze.stats import fmean
@@ -107,13 +107,20 @@ def by_host(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
     return None if judged is None else OverHosts(hosts=len(means), **judged)
 
 
-def by_set(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
-           sets_of: Mapping[int, int], level: float) -> OverSets | None:
-    """Least squares of the effects on a mean and the candidate's set (+1 set 2, -1 set 1):
-    the mean judged on its t interval with n - 2 degrees of freedom, and the set term, the
-    set-2 arm against the set-1 arm (None under four pairs, or with one set for the
-    candidate)."""
-    signs = [1.0 if sets_of.get(p) == 2 else -1.0 for p in pairs]
+class SetFit(NamedTuple):
+    """The effects fitted on a mean and the candidate's set: each term with its half-width."""
+
+    mean: float
+    mean_half: float
+    set_term: float
+    set_half: float
+
+
+def set_fit(effects: Sequence[float], signs: Sequence[float], level: float) -> SetFit | None:
+    """Least squares of the effects on a mean and the candidate's set (signs: +1 set 2, -1 set
+    1), each term's t half-width at `level` with n - 2 degrees of freedom; the set term is the
+    set-2 arm against the set-1 arm, in the effects' own units. None under four effects, or
+    with one set for the candidate."""
     n = len(effects)
     if n < 4 or len(set(signs)) < 2:
         return None
@@ -123,12 +130,22 @@ def by_set(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
     mean = e_bar - slope * s_bar
     rss = math.fsum((e - mean - slope * x) ** 2 for x, e in zip(signs, effects, strict=True))
     t = inference.t_quantile((1 + level) / 2, n - 2) * math.sqrt(rss / (n - 2))
-    h_mean, h_set = t * math.sqrt(1 / n + s_bar ** 2 / sxx), t / math.sqrt(sxx)
-    bounds = (mean - h_mean, mean + h_mean)
-    return {"verdict": inference.decide(rule, bounds), "estimate": inference.to_pct(mean),
+    return SetFit(mean, t * math.sqrt(1 / n + s_bar ** 2 / sxx), slope, t / math.sqrt(sxx))
+
+
+def by_set(rule: BarRule, pairs: Sequence[int], effects: Sequence[float],
+           sets_of: Mapping[int, int], level: float) -> OverSets | None:
+    """The effects' set_fit: its mean judged on its t interval, and the set term (None under
+    four pairs, or with one set for the candidate)."""
+    fit = set_fit(effects, [1.0 if sets_of.get(p) == 2 else -1.0 for p in pairs], level)
+    if fit is None:
+        return None
+    bounds = (fit.mean - fit.mean_half, fit.mean + fit.mean_half)
+    return {"verdict": inference.decide(rule, bounds), "estimate": inference.to_pct(fit.mean),
             "interval": [inference.to_pct(b) for b in bounds],
-            "set_effect": inference.to_pct(slope),
-            "set_interval": [inference.to_pct(slope - h_set), inference.to_pct(slope + h_set)]}
+            "set_effect": inference.to_pct(fit.set_term),
+            "set_interval": [inference.to_pct(fit.set_term - fit.set_half),
+                             inference.to_pct(fit.set_term + fit.set_half)]}
 
 
 def section(rule: BarRule, verdict: Mapping[str, Any], effects: Sequence[float],
