@@ -63,6 +63,9 @@ def test_the_detached_run_ends_on_sigint_to_its_process_group(tmp_path):
 FAKE_RUN = """
 import pathlib, sys, time
 receipts = pathlib.Path(sys.argv[1])
+# as Snakemake logs a job: its file lists name knee's modules, errors.py among them
+print("    input: results/aa/raw/1-control/fixture.json.gz, workflow/knee/core/errors.py",
+      flush=True)
 try:
     time.sleep(2)  # poll.sh counts the sessions finished before it
     for pair in (1, 2, 3):
@@ -72,6 +75,7 @@ try:
             (receipts / f"{pair}-{arm}-stop.json").write_text("{}")
         time.sleep(15)  # the next pair boots later
 except KeyboardInterrupt:  # as Snakemake ends on Ctrl-C: stops its jobs, exits 1
+    print("Error in rule session_pair:", flush=True)
     sys.exit(1)
 """
 
@@ -103,6 +107,8 @@ def test_poll_stops_the_run_between_two_pairs_and_packs_the_folder(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "sessions finished: 2 (were 0); run: 1" in r.stdout, r.stdout
     assert "SIGTERM" not in r.stdout and "cut:" not in r.stdout
+    # the log's errors are shown, not the file lists of its jobs
+    assert "Error in rule session_pair:" in r.stdout and "errors.py" not in r.stdout, r.stdout
     receipts = tmp_path / "run" / "results" / "aa" / "receipts"
     assert sorted(p.name for p in receipts.iterdir()) == [
         "1-candidate-boot.json", "1-candidate-stop.json", "1-control-boot.json",

@@ -40,7 +40,9 @@ for b in "$r"/receipts/*-boot.json; do
 	[ -f "$r/receipts/$sid-stop.json" ] || echo "cut: session $sid has no stop receipt;" \
 		"delete $r/raw/$sid and $r/receipts/$sid-* before the next lease"
 done
-grep -E "Finished|Error|error" "$job/job.log" | tail -15
+# Snakemake's steps and errors, without the file lists of its jobs (whose paths name errors.py)
+grep -E "Finished|Error|error" "$job/job.log" | grep -vE '^[[:space:]]+(input|output):' |
+	tail -15
 tar czf "$job/exp.tgz" "$r" "$job/job.log" 2>/dev/null
 split -b 15M "$job/exp.tgz" "$OUT/exp.tgz.part-"
 ls -la "$OUT"
