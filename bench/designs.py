@@ -26,6 +26,11 @@ only more requests a pair narrow them: the requests an arm needs a pair for a be
 of --target-cv. Where the measured SD lies far above the prediction, a per-boot offset (the
 boot part, √(measured² − predicted²)) dominates, and no number of requests removes it.
 
+Then each sweep point split the same way, run by run: each run's log ratio (candidate /
+control throughput of the same point and run), the spread their pooled within-pair SD predicts
+for the pairs' means, the measured spread, the boot part beyond it (which more or longer runs
+do not remove) and the runs a point needs a pair for --target-sweep-cv.
+
 Last, each later folder set against the first, rule by rule: the ratio of the first's
 between-pair variance to the later's, and the one-sided F test's p that the later design
 spreads as wide as the first (pairs less one degrees of freedom each): with 4 pairs a folder,
@@ -40,8 +45,10 @@ from pathlib import Path
 
 from scipy import stats
 
+from knee import instruments
 from knee.analyze import armfigures, requestsplit, robust
 from knee.analyze.folder import load_sessions
+from knee.analyze.stats import point_summary
 from knee.core import jsonio, layout
 from knee.plan.arms import NO_VARIABLE
 
@@ -151,6 +158,38 @@ def request_split(root: Path, target_cv: float) -> dict | None:
             "needed": math.ceil((split["request_sd"] / target_cv) ** 2)}
 
 
+def run_split(root: Path, target_cv: float) -> list[dict]:
+    """Per sweep point, the pairs' throughput spread split run by run, as the single-stream
+    spread is request by request (knee.analyze.requestsplit.split): each run's log ratio
+    (candidate / control throughput of the same point and run), their pooled within-pair SD
+    over √(runs a pair) against the pairs' measured spread, the boot part beyond it, and the
+    runs a point needs a pair for target_cv. A run's turn in its ABBA block is not taken
+    out: where going first matters, the prediction is the larger for it. With two runs a pair
+    the run SD rests on as many degrees of freedom as pairs: a rough guide to which lever
+    (runs, or pairs against a boot part) narrows a point. Points of under two pairs are
+    left out."""
+    plan = jsonio.read(root / layout.PLAN, "plan")
+    pairs = None if (root / layout.BAR).is_file() else measured_pairs(root, plan)
+    sessions = load_sessions(plan, root, pairs=pairs)
+    load = instruments.role(instruments.LOAD)
+    runs: dict[object, dict[int, list[float]]] = {}
+    for (pair, arm), s in sessions.items():
+        if arm != "candidate" or load not in s["raw"]:
+            continue
+        control = {(p["point"], p["run"]): point_summary(p)["throughput"]
+                   for p in sessions[(pair, "control")]["raw"][load]["points"]}
+        for p in s["raw"][load]["points"]:
+            a, b = control.get((p["point"], p["run"])), point_summary(p)["throughput"]
+            if a and b:
+                runs.setdefault(p["point"], {}).setdefault(pair, []).append(math.log(b / a))
+    out = []
+    for point, per_pair in sorted(runs.items(), key=lambda x: float(x[0])):
+        if split := requestsplit.split(per_pair):
+            out.append({"folder": root.name, "point": point, **split,
+                        "needed": math.ceil((split["request_sd"] / target_cv) ** 2)})
+    return out
+
+
 def against_first(out: list[dict]) -> list[dict]:
     """Each later folder's rules set against the first folder's rule of the same name: the
     variance ratio (first / later) and the one-sided F test's p that the later spreads as wide
@@ -177,6 +216,9 @@ def main() -> int:
                                                             "calib-h200-35b")])
     ap.add_argument("--target-cv", type=float, default=0.7,
                     help="the between-pair CV (%%) to size the requests for (default 0.7)")
+    ap.add_argument("--target-sweep-cv", type=float, default=1.0,
+                    help="the between-pair CV (%%) to size a sweep point's runs for "
+                         "(default 1.0)")
     a = ap.parse_args()
     out = [r for root in a.results for r in rows(root)]
     print(f"{'folder':26} {'design':16} {'rule':24} {'pairs':>5} {'CV %':>6} {'boot %':>6} "
@@ -199,6 +241,15 @@ def main() -> int:
         print(f"{s['folder']:32} {s['pairs']:>5} {s['requests']:>8.1f} {s['request_sd']:>8.2f} "
               f"{s['predicted']:>11.2f} {s['measured']:>10.2f} {s['boot']:>11.2f} "
               f"{s['needed']:>14}")
+    print(f"\nsweep, run by run (each run's throughput ratio, the same point and run):\n"
+          f"{'folder':32} {'point':>5} {'pairs':>5} {'runs':>5} {'run SD %':>8} "
+          f"{'predicted %':>11} {'measured %':>10} {'boot part %':>11} "
+          f"{f'runs for {a.target_sweep_cv:g} %':>14}")
+    for root in a.results:
+        for s in run_split(root, a.target_sweep_cv):
+            print(f"{s['folder']:32} {s['point']!s:>5} {s['pairs']:>5} {s['requests']:>5.1f} "
+                  f"{s['request_sd']:>8.2f} {s['predicted']:>11.2f} {s['measured']:>10.2f} "
+                  f"{s['boot']:>11.2f} {s['needed']:>14}")
     if len(a.results) > 1:
         print(f"\nset against {a.results[0].name} (variance ratio, first / this; one-sided F "
               f"test's p that this spreads as wide):\n{'folder':32} {'rule':24} {'ratio':>7} "

@@ -165,3 +165,18 @@ def test_in_an_ab_the_set_effect_is_fitted_beside_the_effect_not_signed_into_it(
     aa = {"protocol": plan["protocol"]}  # read as an A/A, the effect lands in the width
     assert designs.set_effect(rule, aa)[1] > 5
     assert designs.set_effect({"per_pair": rule["per_pair"][:3]}, plan) is None
+
+
+def test_run_by_run_the_same_minutes_leave_no_boot_part_where_the_sequential_order_has_one():
+    """The sweep's analog of the request split, on the two Qwen A/As of one H100 host: in
+    interleaved order each point's pairs spread no wider than their runs predict (no boot
+    part); in sequential order C16's pairs spread beyond it, a per-boot offset that more runs
+    would not remove."""
+    interleaved = designs.run_split(ROOT / "results" / "qwen-aa-interleaved-h100", 1.0)
+    sequential = designs.run_split(ROOT / "results" / "qwen-aa-sequential-h100", 1.0)
+    assert [r["point"] for r in interleaved] == [8, 16] == [r["point"] for r in sequential]
+    assert all(r["pairs"] == 4 and r["requests"] == 2 for r in interleaved + sequential)
+    assert all(r["boot"] == 0 and r["measured"] < r["predicted"] for r in interleaved)
+    c16 = sequential[1]
+    assert c16["measured"] > c16["predicted"] and c16["boot"] > 2, c16
+    assert c16["needed"] == math.ceil((c16["request_sd"] / 1.0) ** 2)
