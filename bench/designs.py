@@ -38,6 +38,7 @@ only a ratio above about 9.3 is told from chance at 5 %. Reads the folders only;
 """
 
 import argparse
+import functools
 import math
 import statistics
 import sys
@@ -50,6 +51,7 @@ from knee.analyze import armfigures, requestsplit, robust
 from knee.analyze.folder import load_sessions
 from knee.analyze.stats import point_summary
 from knee.core import jsonio, layout
+from knee.plan import together
 from knee.plan.arms import NO_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,12 +87,24 @@ def measured_pairs(root: Path, plan: dict) -> int:
     return n
 
 
+def sessions_of(root: Path, plan: dict) -> dict:
+    """The sessions the tables read: every pair of a finished folder (it has
+    comparison/bar.json), the pairs measured so far of one still being measured; each
+    folder's raw files are read once, whichever tables ask."""
+    return _loaded(root, None if (root / layout.BAR).is_file() else measured_pairs(root, plan))
+
+
+@functools.cache
+def _loaded(root: Path, pairs: int | None) -> dict:
+    return load_sessions(jsonio.read(root / layout.PLAN, "plan"), root, pairs=pairs)
+
+
 def unfinished_rules(root: Path, plan: dict) -> list[dict]:
     """A folder still being measured has no comparison/bar.json: each bar rule's figure per
     pair from the raw files of the pairs measured so far (knee.analyze.armfigures, as the bar
     computes it before any registered adjustment), with no MDE."""
     n = measured_pairs(root, plan)
-    sessions = load_sessions(plan, root, pairs=n) if n else {}
+    sessions = sessions_of(root, plan)
     rules = []
     for rule in plan["bar"]["rules"]:
         per_pair = []
@@ -114,8 +128,7 @@ def set_effect(rule: dict, plan: dict) -> tuple[float, float] | None:
     would flip from pair to pair, is not read as spread. Zero in truth where the sets are
     alike; it cancels from the pairs' mean over an even number of pairs, and widens their
     spread where it is not zero. None under that many pairs or without sets."""
-    sets = {x["pair"]: x["set"] for x in plan["protocol"]["sessions"]
-            if x["arm"] == "candidate" and "set" in x}
+    sets = together.candidate_sets(plan["protocol"])
     measured = [(1.0 if sets[p["pair"]] == 2 else -1.0, p["delta_pct"])
                 for p in rule.get("per_pair", [])
                 if p.get("delta_pct") is not None and p.get("pair") in sets]
@@ -150,8 +163,7 @@ def request_split(root: Path, target_cv: float) -> dict | None:
     """The folder's single-stream noise split request by request (knee.analyze.requestsplit),
     with the requests an arm needs a pair for target_cv; None under two pairs."""
     plan = jsonio.read(root / layout.PLAN, "plan")
-    pairs = None if (root / layout.BAR).is_file() else measured_pairs(root, plan)
-    split = requestsplit.split(requestsplit.log_ratios(load_sessions(plan, root, pairs=pairs)))
+    split = requestsplit.split(requestsplit.log_ratios(sessions_of(root, plan)))
     if split is None:
         return None
     return {"folder": root.name, **split,
@@ -168,9 +180,7 @@ def run_split(root: Path, target_cv: float) -> list[dict]:
     the run SD rests on as many degrees of freedom as pairs: a rough guide to which lever
     (runs, or pairs against a boot part) narrows a point. Points of under two pairs are
     left out."""
-    plan = jsonio.read(root / layout.PLAN, "plan")
-    pairs = None if (root / layout.BAR).is_file() else measured_pairs(root, plan)
-    sessions = load_sessions(plan, root, pairs=pairs)
+    sessions = sessions_of(root, jsonio.read(root / layout.PLAN, "plan"))
     load = instruments.role(instruments.LOAD)
     runs: dict[object, dict[int, list[float]]] = {}
     for (pair, arm), s in sessions.items():

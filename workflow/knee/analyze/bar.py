@@ -19,7 +19,7 @@ from knee.core.records.covariate import Adjustment, ContrastSection
 from knee.core.records.engine import EngineDifference, Excused
 from knee.core.records.verdict import RegisteredAdjust
 from knee.plan import adjust as registered
-from knee.plan import stopping
+from knee.plan import stopping, together
 
 
 def find(rows: Sequence[ComparisonRow], pair: int | str,
@@ -214,8 +214,7 @@ def judge_plan(plan: Plan, comparison: Mapping[str, Any],
         out["hosts"] = where
     if out["rules"]:
         by_pair = hosts.pair_hosts(boots)
-        sets = {s["pair"]: s["set"] for s in plan["protocol"].get("sessions", [])
-                if s["arm"] == "candidate" and "set" in s}
+        sets = together.candidate_sets(plan["protocol"])
         for rule, verdict in zip(plan["bar"]["rules"], out["rules"], strict=True):
             if verdict.get("per_pair") and verdict.get("estimate") is not None:
                 _, used = covariate.used_effects(rule, verdict, comparison)

@@ -45,6 +45,13 @@ def is_together(protocol: Mapping[str, Any]) -> bool:
     return protocol.get("order") in (SIMULTANEOUS, INTERLEAVED)
 
 
+def candidate_sets(protocol: Mapping[str, Any]) -> dict[int, int]:
+    """pair -> the CPU (and GPU) set its candidate had, where the arms swap sets between pairs
+    (simultaneous and interleaved orders); empty for orders without sets."""
+    return {s["pair"]: s["set"] for s in protocol.get("sessions", [])
+            if s["arm"] == "candidate" and "set" in s}
+
+
 def first_arm(seed: int, pair: int, window: str, block: int) -> str:
     """Interleaved order: which arm takes the first turn of a block (ABBA: the other arm takes
     the block's second and third turns, this one its fourth), drawn from protocol.seed, the
