@@ -125,7 +125,7 @@ def test_a_gpu_paced_model_interleaved_is_narrower_request_by_request():
     spreads a fifth of the CPU-paced 1.5B's, and single stream the pairs spread under 1 %."""
     gpu = designs.request_split(ROOT / "results" / "aa-interleaved-14b-h100", 0.7)
     cpu = designs.request_split(ROOT / "results" / "qwen-aa-interleaved-shared-h100", 0.7)
-    assert gpu["pairs"] >= 3 and gpu["request_sd"] < 0.25 * cpu["request_sd"], gpu
+    assert gpu["pairs"] == 4 and gpu["request_sd"] < 0.25 * cpu["request_sd"], gpu
     single = next(r for r in designs.rows(ROOT / "results" / "aa-interleaved-14b-h100")
                   if r["rule"] == "single-stream parity")
     assert single["cv"] < 1.0, single
