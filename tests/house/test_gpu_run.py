@@ -116,6 +116,23 @@ def test_poll_stops_the_run_between_two_pairs_and_packs_the_folder(tmp_path):
     assert [p.name for p in out.iterdir()] == ["exp.tgz.part-aa"]
 
 
+def test_poll_before_the_first_boot_names_no_session_cut(tmp_path):
+    """The engine still compiling: no receipt yet, so no session was cut."""
+    env, pgid = detached_run(tmp_path, "aa", "import time; time.sleep(30)")
+    out = tmp_path / "out"
+    out.mkdir()
+    try:
+        r = subprocess.run(["bash", f"{ROOT}/tools/gpu/poll.sh", "1", "aa"],
+                           env={**env, "OUT": str(out)}, capture_output=True, text=True,
+                           timeout=60)
+    finally:
+        end(pgid)
+    assert r.returncode == 0, r.stderr
+    assert "sessions finished: 0 (were 0); run: running" in r.stdout, r.stdout
+    assert "cut:" not in r.stdout, r.stdout
+    assert [p.name for p in out.iterdir()] == ["exp.tgz.part-aa"]
+
+
 def test_start_refuses_while_a_run_goes_on(tmp_path):
     env, pgid = detached_run(tmp_path, "aa", "import time; time.sleep(60)")
     try:

@@ -35,6 +35,7 @@ fi
 echo "sessions finished: $(finished) (were $start); run: $(cat "$job/job.rc" 2>/dev/null || echo running)"
 # a session that booted but has no stop receipt was cut (the run was still going when packed):
 # the next lease refuses to measure over it, so its files are named here to delete first
+shopt -s nullglob # no boot yet: no session to name
 for b in "$r"/receipts/*-boot.json; do
 	sid=$(basename "$b" -boot.json)
 	[ -f "$r/receipts/$sid-stop.json" ] || echo "cut: session $sid has no stop receipt;" \
