@@ -89,3 +89,30 @@ def test_a_session_whose_pair_partner_ran_on_another_host_says_so_before_it_boot
     assert preboot.warn_split_pair(plan, tmp_path, "12-control",
                                    same["hardware"]["boot_id"]) is None
     assert preboot.warn_split_pair(plan, tmp_path, "13-control", "83708f99-e0e5") is None
+
+
+def test_a_folder_goes_on_only_on_the_kind_of_host_that_measured_it(tmp_path):
+    """ksched-interleaved-14b-h200's pairs 1-4 ran on an H200: its pair 5 may boot on another
+    H200 host (another boot), and is refused, before anything boots, on the H100 host that
+    measured aa-interleaved-14b-w15-h100; a receipt that does not say decides nothing."""
+    published = ROOT / "results" / "ksched-interleaved-14b-h200"
+    plan = jsonio.read(published / "plan.json", "plan")
+    (tmp_path / "receipts").mkdir()
+    shutil.copy(published / "receipts" / "2-candidate-boot.json", tmp_path / "receipts")
+    h200 = jsonio.read(published / "receipts" / "4-control-boot.json", "boot")["hardware"]
+    h100 = jsonio.read(ROOT / "results" / "aa-interleaved-14b-w15-h100" / "receipts" /
+                       "1-control-boot.json", "boot")["hardware"]
+    preboot.check_same_host_kind(plan, tmp_path, "5-control", {**h200, "boot_id": "fresh"})
+    with pytest.raises(KneeError, match=(
+            r"session 5-control: this host's GPU is 'NVIDIA H100 80GB HBM3', and "
+            r"ksched-interleaved-14b-h200's session 2-candidate was measured on 'NVIDIA H200' "
+            r"\(.*receipts/2-candidate-boot.json: hardware\); nothing was booted.*"
+            r"measure the rest where the GPU is 'NVIDIA H200'")):
+        preboot.check_same_host_kind(plan, tmp_path, "5-control", h100)
+    with pytest.raises(KneeError, match=r"this host's CPU count is 2, .* measured on 16"):
+        preboot.check_same_host_kind(plan, tmp_path, "5-control", {**h200, "cpus": 2})
+    # a host that names no GPU (neither NVML nor nvidia-smi answers): the CPUs are compared
+    cpu_only = {"cpu_model": h200["cpu_model"], "cpus": 16, "gpus": []}
+    preboot.check_same_host_kind(plan, tmp_path, "5-control", cpu_only)
+    # the session's own receipt is not another session's
+    preboot.check_same_host_kind(plan, tmp_path, "2-candidate", h100)

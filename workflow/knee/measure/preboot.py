@@ -1,6 +1,7 @@
 """What a session checks before anything boots and that needs no session: nothing measured
-is overwritten, the node offers the arm's secrets, CPUs, GPUs and model, and an adjusted bar's
-calibration holds for this engine and host."""
+is overwritten, the node offers the arm's secrets, CPUs, GPUs and model, it is the kind of host
+the folder's sessions were measured on, and an adjusted bar's calibration holds for this engine
+and host."""
 
 from __future__ import annotations
 
@@ -83,3 +84,43 @@ def warn_split_pair(plan: Plan, root: Path, sid: str, here: str | None) -> str |
             print(said, file=sys.stderr)
             return said
     return None
+
+
+def host_hardware(rt: Section) -> Section:
+    """This host as a boot receipt records it: its machine facts and, where the runtime section
+    `rt` names GPUs, NVML's facts of each."""
+    hardware = receipts.hardware()
+    if gpus := gpu.ids(rt):
+        hardware["nvml"] = gpu.facts(gpu.nvml(), gpus)
+    return hardware
+
+
+def host_kind(hardware: Section) -> dict[str, object]:
+    """What two hosts must share for their sessions to be one experiment's: the CPU model and
+    count, and the GPUs' models (NVML's names of the runtime's GPUs, else nvidia-smi's); None
+    where a receipt does not say."""
+    names = [g.get("name") for g in hardware.get("nvml") or []] or \
+        [str(g).split(",")[0].strip() for g in hardware.get("gpus") or []]
+    return {"CPU model": hardware.get("cpu_model") or None, "CPU count": hardware.get("cpus"),
+            "GPU": ", ".join(map(str, names)) or None}
+
+
+def check_same_host_kind(plan: Plan, root: Path, sid: str, here: Section) -> None:
+    """Before anything boots: this host (`here`, as host_hardware gives it) is the kind every
+    measured session of the folder ran on. A lease may end on one host and the folder go on
+    on another of its kind (the bar shows each host's spread); another kind is another
+    experiment, whose sessions would carry the hardware's difference as the change's."""
+    mine = host_kind(here)
+    for other in plan["protocol"]["sessions"]:
+        path = root / layout.receipt(other["id"], "boot")
+        if other["id"] == sid or not path.is_file():
+            continue
+        theirs = host_kind(jsonio.read(path, "boot").get("hardware") or {})
+        for what, value in theirs.items():
+            if value is not None and mine[what] is not None and mine[what] != value:
+                raise KneeError(
+                    f"session {sid}: this host's {what} is {mine[what]!r}, and {plan['name']}'s "
+                    f"session {other['id']} was measured on {value!r} ({receipts.shown(path)}: "
+                    f"hardware); nothing was booted. One experiment's sessions are measured on "
+                    f"one kind of host: measure the rest where the {what} is {value!r}, or the "
+                    "whole experiment again under a new name (--config name=NEW)")

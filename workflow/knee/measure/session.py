@@ -117,6 +117,7 @@ def run(plan_path: Path, sid: str, root: Path, python: str, engine_info: Path) -
         expectation = None
     else:
         check_same_engine(s, python, engine_facts)
+        preboot.check_same_host_kind(s.plan, root, sid, preboot.host_hardware(s.runtime))
         preboot.check_calibrated(s.plan, engine_facts)
         if s.interleaved:  # set 2 boots once set 1 has: what it finds in the cache is after
             together.boot_turn(s.root, s.info, s.runtime["boot_timeout_s"] + together.MEET_SLACK_S)
@@ -217,9 +218,7 @@ def boot(s: Session, engine: Served, facts: Section, expectation: CacheExpectati
     engine.start()
     boot_s = engine.wait_healthy(s.runtime["boot_timeout_s"])
     pair_arm = {"pair": s.info["pair"], "arm": s.info["arm"]}
-    hardware = receipts.hardware()
-    if gpus := gpu.ids(s.runtime):
-        hardware["nvml"] = gpu.facts(gpu.nvml(), gpus)
+    hardware = preboot.host_hardware(s.runtime)
     if s.runtime_kind.child_process:
         assert isinstance(engine, Engine) and engine.proc is not None  # started and healthy
         facts = {**facts, "listening": listening.check(
