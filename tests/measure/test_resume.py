@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from knee.analyze import hosts
 from knee.core import jsonio
 from knee.core.errors import KneeError
 from knee.measure import preboot, receipts, session
@@ -102,6 +103,7 @@ def test_a_folder_goes_on_only_on_the_kind_of_host_that_measured_it(tmp_path):
     h200 = jsonio.read(published / "receipts" / "4-control-boot.json", "boot")["hardware"]
     h100 = jsonio.read(ROOT / "results" / "aa-interleaved-14b-w15-h100" / "receipts" /
                        "1-control-boot.json", "boot")["hardware"]
+    assert hosts.kind_text(hosts.kind(h200)) == "NVIDIA H200, 16 CPUs (Intel(R) Xeon(R) Processor)"
     preboot.check_same_host_kind(plan, tmp_path, "5-control", {**h200, "boot_id": "fresh"})
     with pytest.raises(KneeError, match=(
             r"session 5-control: this host's GPU is 'NVIDIA H100 80GB HBM3', and "

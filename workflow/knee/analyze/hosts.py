@@ -34,6 +34,23 @@ def pair_hosts(boots: Sequence[Mapping[str, Any]]) -> dict[int, list[str]]:
     return dict(sorted(out.items()))
 
 
+def kind(hardware: Mapping[str, Any]) -> dict[str, Any]:
+    """What two hosts must share for their sessions to be one experiment's, from a boot
+    receipt's `hardware`: the CPU model and count, and the GPUs' models (NVML's names of the
+    runtime's GPUs, else nvidia-smi's); None where the receipt does not say."""
+    names = [g.get("name") for g in hardware.get("nvml") or []] or \
+        [str(g).split(",")[0].strip() for g in hardware.get("gpus") or []]
+    return {"CPU model": hardware.get("cpu_model") or None, "CPU count": hardware.get("cpus"),
+            "GPU": ", ".join(map(str, names)) or None}
+
+
+def kind_text(host: Mapping[str, Any]) -> str:
+    """A kind of host in words: 'NVIDIA H200, 16 CPUs (Intel(R) Xeon(R) Processor)'."""
+    cpus = f"{host['CPU count']} CPUs" if host["CPU count"] else "CPUs"
+    cpu = f"{cpus} ({host['CPU model']})" if host["CPU model"] else cpus
+    return f"{host['GPU']}, {cpu}" if host["GPU"] else cpu
+
+
 def section(rules: Sequence[BarRule], judged: Sequence[Mapping[str, Any]],
             boots: Sequence[Mapping[str, Any]], comparison: Mapping[str, Any],
             alpha: float) -> HostsSection | None:

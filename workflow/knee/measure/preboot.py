@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from knee.analyze import hosts
 from knee.core import datasets, jsonio, layout
 from knee.core.errors import KneeError
 from knee.core.records import Plan, Section
@@ -95,27 +96,17 @@ def host_hardware(rt: Section) -> Section:
     return hardware
 
 
-def host_kind(hardware: Section) -> dict[str, object]:
-    """What two hosts must share for their sessions to be one experiment's: the CPU model and
-    count, and the GPUs' models (NVML's names of the runtime's GPUs, else nvidia-smi's); None
-    where a receipt does not say."""
-    names = [g.get("name") for g in hardware.get("nvml") or []] or \
-        [str(g).split(",")[0].strip() for g in hardware.get("gpus") or []]
-    return {"CPU model": hardware.get("cpu_model") or None, "CPU count": hardware.get("cpus"),
-            "GPU": ", ".join(map(str, names)) or None}
-
-
 def check_same_host_kind(plan: Plan, root: Path, sid: str, here: Section) -> None:
     """Before anything boots: this host (`here`, as host_hardware gives it) is the kind every
     measured session of the folder ran on. A lease may end on one host and the folder go on
     on another of its kind (the bar shows each host's spread); another kind is another
     experiment, whose sessions would carry the hardware's difference as the change's."""
-    mine = host_kind(here)
+    mine = hosts.kind(here)
     for other in plan["protocol"]["sessions"]:
         path = root / layout.receipt(other["id"], "boot")
         if other["id"] == sid or not path.is_file():
             continue
-        theirs = host_kind(jsonio.read(path, "boot").get("hardware") or {})
+        theirs = hosts.kind(jsonio.read(path, "boot").get("hardware") or {})
         for what, value in theirs.items():
             if value is not None and mine[what] is not None and mine[what] != value:
                 raise KneeError(

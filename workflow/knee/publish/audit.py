@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from knee.analyze import acceptance as accepted
-from knee.analyze import compare
+from knee.analyze import compare, hosts
 from knee.analyze.bar import judge_plan
 from knee.analyze.folder import (
     load_sessions,
@@ -123,10 +123,15 @@ def check_finished(root: Path, plan: Plan) -> None:
     planned = [s["id"] for s in plan["protocol"]["sessions"]]
     done = [sid for sid in planned if (root / layout.receipt(sid, "stop")).is_file()]
     if len(done) < len(planned):
+        where = ""
+        if done and (boot := root / layout.receipt(done[-1], "boot")).is_file():
+            hardware = jsonio.read(boot, "boot").get("hardware") or {}
+            where = f", on {hosts.kind_text(hosts.kind(hardware))}"
         raise KneeError(
             f"{root}: unfinished: {len(done)} of {len(planned)} sessions measured (the last: "
-            f"{done[-1] if done else 'none'}); it publishes nothing to audit until its last "
-            f"session: `{remeasure(plan)}` measures the rest")
+            f"{done[-1] if done else 'none'}{where}); it publishes nothing to audit until its "
+            f"last session: `{remeasure(plan)}` measures the rest"
+            + (" on a host of that kind" if where else ""))
 
 
 def remeasure(plan: Plan) -> str:
