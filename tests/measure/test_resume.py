@@ -104,6 +104,8 @@ def test_a_folder_goes_on_only_on_the_kind_of_host_that_measured_it(tmp_path):
     h100 = jsonio.read(ROOT / "results" / "aa-interleaved-14b-w15-h100" / "receipts" /
                        "1-control-boot.json", "boot")["hardware"]
     assert hosts.kind_text(hosts.kind(h200)) == "NVIDIA H200, 16 CPUs (Intel(R) Xeon(R) Processor)"
+    assert hosts.kind_text(hosts.kind({"cpus": 2})) == "2 CPUs"
+    assert hosts.kind_text(hosts.kind({})) == ""  # a receipt that says nothing of its host
     preboot.check_same_host_kind(plan, tmp_path, "5-control", {**h200, "boot_id": "fresh"})
     with pytest.raises(KneeError, match=(
             r"session 5-control: this host's GPU is 'NVIDIA H100 80GB HBM3', and "

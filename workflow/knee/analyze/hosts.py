@@ -45,10 +45,12 @@ def kind(hardware: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def kind_text(host: Mapping[str, Any]) -> str:
-    """A kind of host in words: 'NVIDIA H200, 16 CPUs (Intel(R) Xeon(R) Processor)'."""
-    cpus = f"{host['CPU count']} CPUs" if host["CPU count"] else "CPUs"
-    cpu = f"{cpus} ({host['CPU model']})" if host["CPU model"] else cpus
-    return f"{host['GPU']}, {cpu}" if host["GPU"] else cpu
+    """A kind of host in words: 'NVIDIA H200, 16 CPUs (Intel(R) Xeon(R) Processor)'; '' where
+    its receipt says nothing of it."""
+    cpu = f"{host['CPU count']} CPUs" if host["CPU count"] else ""
+    if host["CPU model"]:
+        cpu = f"{cpu or 'CPUs'} ({host['CPU model']})"
+    return ", ".join(part for part in (host["GPU"], cpu) if part)
 
 
 def section(rules: Sequence[BarRule], judged: Sequence[Mapping[str, Any]],

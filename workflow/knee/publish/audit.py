@@ -126,7 +126,8 @@ def check_finished(root: Path, plan: Plan) -> None:
         where = ""
         if done and (boot := root / layout.receipt(done[-1], "boot")).is_file():
             hardware = jsonio.read(boot, "boot").get("hardware") or {}
-            where = f", on {hosts.kind_text(hosts.kind(hardware))}"
+            kind = hosts.kind_text(hosts.kind(hardware))
+            where = f", on {kind}" if kind else ""
         raise KneeError(
             f"{root}: unfinished: {len(done)} of {len(planned)} sessions measured (the last: "
             f"{done[-1] if done else 'none'}{where}); it publishes nothing to audit until its "
