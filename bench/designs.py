@@ -31,6 +31,10 @@ control throughput of the same point and run), the spread their pooled within-pa
 for the pairs' means, the measured spread, the boot part beyond it (which more or longer runs
 do not remove) and the runs a point needs a pair for --target-sweep-cv.
 
+Then each sweep point's windows (every run of every arm measured): how long they lasted and
+the share of its time each held its concurrency (the ramp and the drain run a smaller batch;
+under 90 % the comparison lists the window), with how many fell under 90 %.
+
 Last, each later folder set against the first, rule by rule: the ratio of the first's
 between-pair variance to the later's, and the one-sided F test's p that the later design
 spreads as wide as the first (pairs less one degrees of freedom each): with 4 pairs a folder,
@@ -50,6 +54,7 @@ from knee import instruments
 from knee.analyze import armfigures, requestsplit, robust
 from knee.analyze.folder import load_sessions
 from knee.analyze.stats import point_summary
+from knee.analyze.window.held import HELD
 from knee.core import jsonio, layout
 from knee.plan import together
 from knee.plan.arms import NO_VARIABLE
@@ -200,6 +205,28 @@ def run_split(root: Path, target_cv: float) -> list[dict]:
     return out
 
 
+def windows(root: Path) -> list[dict]:
+    """Per sweep point, its windows in every measured session: how many, their length in
+    seconds (shortest, longest) and the share of each one's time at its concurrency (lowest,
+    median) and how many held under HELD; None for both where the client did not record it."""
+    sessions = sessions_of(root, jsonio.read(root / layout.PLAN, "plan"))
+    load = instruments.role(instruments.LOAD)
+    by_point: dict[object, list[dict]] = {}
+    for s in sessions.values():
+        for p in (s["raw"].get(load) or {}).get("points", []):
+            by_point.setdefault(p["point"], []).append(p)
+    out = []
+    for point, points in sorted(by_point.items(), key=lambda x: float(x[0])):
+        walls = [p["wall_s"] for p in points]
+        shares = [p["concurrency_held_share"] for p in points
+                  if p.get("concurrency_held_share") is not None]
+        out.append({"folder": root.name, "point": point, "windows": len(points),
+                    "wall_s": (min(walls), max(walls)),
+                    "held": (min(shares), statistics.median(shares)) if shares else None,
+                    "under": sum(x < HELD for x in shares) if shares else None})
+    return out
+
+
 def against_first(out: list[dict]) -> list[dict]:
     """Each later folder's rules set against the first folder's rule of the same name: the
     variance ratio (first / later) and the one-sided F test's p that the later spreads as wide
@@ -218,6 +245,64 @@ def against_first(out: list[dict]) -> list[dict]:
     return got
 
 
+def show_rules(out: list[dict]) -> None:
+    print(f"{'folder':26} {'design':16} {'rule':24} {'pairs':>5} {'CV %':>6} {'boot %':>6} "
+          f"{'√2 boot':>7} {'MDE %':>6} {'set 2 − set 1 %':>16}")
+    for r in out:
+        cv, boot = (("–" if v is None else f"{v:.2f}") for v in (r["cv"], r["boot_cv"]))
+        apart = "–" if r["boot_cv"] is None else f"{math.sqrt(2) * r['boot_cv']:.2f}"
+        mde = "–" if r["mde"] is None or math.isnan(r["mde"]) else f"{r['mde']:.2f}"
+        sets = "–" if r["set"] is None else f"{r['set'][0]:+.2f} ± {r['set'][1]:.2f}"
+        print(f"{r['folder']:26} {r['design']:16} {r['rule']:24} {r['pairs']:>5} {cv:>6} "
+              f"{boot:>6} {apart:>7} {mde:>6} {sets:>16}")
+
+
+def show_splits(results: list[Path], target_cv: float, target_sweep_cv: float) -> None:
+    print(f"\nsingle stream, request by request (the same work in both arms):\n"
+          f"{'folder':32} {'pairs':>5} {'req/pair':>8} {'req SD %':>8} {'predicted %':>11} "
+          f"{'measured %':>10} {'boot part %':>11} {f'req for {target_cv:g} %':>14}")
+    for root in results:
+        s = request_split(root, target_cv)
+        if s is None:
+            print(f"{root.name:32} under two pairs of requests of the same work")
+            continue
+        print(f"{s['folder']:32} {s['pairs']:>5} {s['requests']:>8.1f} {s['request_sd']:>8.2f} "
+              f"{s['predicted']:>11.2f} {s['measured']:>10.2f} {s['boot']:>11.2f} "
+              f"{s['needed']:>14}")
+    print(f"\nsweep, run by run (each run's throughput ratio, the same point and run):\n"
+          f"{'folder':32} {'point':>5} {'pairs':>5} {'runs':>5} {'run SD %':>8} "
+          f"{'predicted %':>11} {'measured %':>10} {'boot part %':>11} "
+          f"{f'runs for {target_sweep_cv:g} %':>14}")
+    for root in results:
+        for s in run_split(root, target_sweep_cv):
+            print(f"{s['folder']:32} {s['point']!s:>5} {s['pairs']:>5} {s['requests']:>5.1f} "
+                  f"{s['request_sd']:>8.2f} {s['predicted']:>11.2f} {s['measured']:>10.2f} "
+                  f"{s['boot']:>11.2f} {s['needed']:>14}")
+
+
+def show_windows(results: list[Path]) -> None:
+    print(f"\nsweep windows (every run of every arm; held: the share of a window's time at its "
+          f"concurrency):\n{'folder':32} {'point':>5} {'windows':>7} {'seconds':>11} "
+          f"{'held lowest':>11} {'median':>6} {f'under {HELD:.0%}':>9}")
+    for root in results:
+        for w in windows(root):
+            held = ("–", "–") if w["held"] is None else (f"{w['held'][0]:.1%}",
+                                                         f"{w['held'][1]:.1%}")
+            print(f"{w['folder']:32} {w['point']!s:>5} {w['windows']:>7} "
+                  f"{w['wall_s'][0]:>5.1f}–{w['wall_s'][1]:<5.1f} {held[0]:>11} {held[1]:>6} "
+                  f"{'–' if w['under'] is None else w['under']:>9}")
+
+
+def show_against(results: list[Path], out: list[dict]) -> None:
+    print(f"\nset against {results[0].name} (variance ratio, first / this; one-sided F "
+          f"test's p that this spreads as wide):\n{'folder':32} {'rule':24} {'ratio':>7} "
+          f"{'p':>7}")
+    for r in against_first(out):
+        ratio = "–" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        p = "–" if r["p"] is None else f"{r['p']:.3f}"
+        print(f"{r['folder']:32} {r['rule']:24} {ratio:>7} {p:>7}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -231,43 +316,11 @@ def main() -> int:
                          "(default 1.0)")
     a = ap.parse_args()
     out = [r for root in a.results for r in rows(root)]
-    print(f"{'folder':26} {'design':16} {'rule':24} {'pairs':>5} {'CV %':>6} {'boot %':>6} "
-          f"{'√2 boot':>7} {'MDE %':>6} {'set 2 − set 1 %':>16}")
-    for r in out:
-        cv, boot = (("–" if v is None else f"{v:.2f}") for v in (r["cv"], r["boot_cv"]))
-        apart = "–" if r["boot_cv"] is None else f"{math.sqrt(2) * r['boot_cv']:.2f}"
-        mde = "–" if r["mde"] is None or math.isnan(r["mde"]) else f"{r['mde']:.2f}"
-        sets = "–" if r["set"] is None else f"{r['set'][0]:+.2f} ± {r['set'][1]:.2f}"
-        print(f"{r['folder']:26} {r['design']:16} {r['rule']:24} {r['pairs']:>5} {cv:>6} "
-              f"{boot:>6} {apart:>7} {mde:>6} {sets:>16}")
-    print(f"\nsingle stream, request by request (the same work in both arms):\n"
-          f"{'folder':32} {'pairs':>5} {'req/pair':>8} {'req SD %':>8} {'predicted %':>11} "
-          f"{'measured %':>10} {'boot part %':>11} {f'req for {a.target_cv:g} %':>14}")
-    for root in a.results:
-        s = request_split(root, a.target_cv)
-        if s is None:
-            print(f"{root.name:32} under two pairs of requests of the same work")
-            continue
-        print(f"{s['folder']:32} {s['pairs']:>5} {s['requests']:>8.1f} {s['request_sd']:>8.2f} "
-              f"{s['predicted']:>11.2f} {s['measured']:>10.2f} {s['boot']:>11.2f} "
-              f"{s['needed']:>14}")
-    print(f"\nsweep, run by run (each run's throughput ratio, the same point and run):\n"
-          f"{'folder':32} {'point':>5} {'pairs':>5} {'runs':>5} {'run SD %':>8} "
-          f"{'predicted %':>11} {'measured %':>10} {'boot part %':>11} "
-          f"{f'runs for {a.target_sweep_cv:g} %':>14}")
-    for root in a.results:
-        for s in run_split(root, a.target_sweep_cv):
-            print(f"{s['folder']:32} {s['point']!s:>5} {s['pairs']:>5} {s['requests']:>5.1f} "
-                  f"{s['request_sd']:>8.2f} {s['predicted']:>11.2f} {s['measured']:>10.2f} "
-                  f"{s['boot']:>11.2f} {s['needed']:>14}")
+    show_rules(out)
+    show_splits(a.results, a.target_cv, a.target_sweep_cv)
+    show_windows(a.results)
     if len(a.results) > 1:
-        print(f"\nset against {a.results[0].name} (variance ratio, first / this; one-sided F "
-              f"test's p that this spreads as wide):\n{'folder':32} {'rule':24} {'ratio':>7} "
-              f"{'p':>7}")
-        for r in against_first(out):
-            ratio = "–" if r["ratio"] is None else f"{r['ratio']:.2f}"
-            p = "–" if r["p"] is None else f"{r['p']:.3f}"
-            print(f"{r['folder']:32} {r['rule']:24} {ratio:>7} {p:>7}")
+        show_against(a.results, out)
     return 0
 
 

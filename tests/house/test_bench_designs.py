@@ -180,3 +180,20 @@ def test_run_by_run_the_same_minutes_leave_no_boot_part_where_the_sequential_ord
     c16 = sequential[1]
     assert c16["measured"] > c16["predicted"] and c16["boot"] > 2, c16
     assert c16["needed"] == math.ceil((c16["request_sd"] / 1.0) ** 2)
+
+
+def test_windows_held_for_15_s_hold_their_concurrency_where_11_s_windows_did_not():
+    """The held-window A/A's sweep windows (min_window_s 15) against the H100 A/A's fixed
+    lists of about 11 s: every one of the latter held its concurrency under 90 % of its time,
+    none of the former; a folder whose client recorded no share says so, not 'none under'."""
+    short = {w["point"]: w for w in designs.windows(ROOT / "results" / "aa-interleaved-14b-h100")}
+    held = {w["point"]: w for w in designs.windows(
+        ROOT / "results" / "aa-interleaved-14b-w15-h100")}
+    assert set(short) == set(held) == {8, 16}
+    for point in (8, 16):
+        assert short[point]["windows"] == 16 and short[point]["under"] == 16
+        assert short[point]["wall_s"][1] < 13 and short[point]["held"][1] < 0.9
+        assert held[point]["under"] == 0 and held[point]["wall_s"][0] >= 15
+        assert held[point]["held"][0] >= 0.9 and held[point]["windows"] % 4 == 0
+    older = designs.windows(ROOT / "results" / "aa-h200")
+    assert older and all(w["held"] is None and w["under"] is None for w in older)
