@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from tests.helpers import ROOT
 
@@ -116,21 +117,51 @@ def test_poll_stops_the_run_between_two_pairs_and_packs_the_folder(tmp_path):
     assert [p.name for p in out.iterdir()] == ["exp.tgz.part-aa"]
 
 
-def test_poll_before_the_first_boot_names_no_session_cut(tmp_path):
-    """The engine still compiling: no receipt yet, so no session was cut."""
-    env, pgid = detached_run(tmp_path, "aa", "import time; time.sleep(30)")
+def poll_running(tmp_path, script: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """poll.sh for 1 s over a run that goes on (the fake `script`), then the run ended; its
+    output and the folder it packed into."""
+    env, pgid = detached_run(tmp_path, "aa", script)
     out = tmp_path / "out"
     out.mkdir()
     try:
+        time.sleep(2)  # the fake run writes what it writes at its start
         r = subprocess.run(["bash", f"{ROOT}/tools/gpu/poll.sh", "1", "aa"],
                            env={**env, "OUT": str(out)}, capture_output=True, text=True,
                            timeout=60)
     finally:
         end(pgid)
     assert r.returncode == 0, r.stderr
+    return r, out
+
+
+def test_poll_before_the_first_boot_names_no_session_cut(tmp_path):
+    """The engine still compiling: no receipt yet, so no session was cut."""
+    r, out = poll_running(tmp_path, "import time; time.sleep(30)")
     assert "sessions finished: 0 (were 0); run: running" in r.stdout, r.stdout
     assert "cut:" not in r.stdout, r.stdout
     assert [p.name for p in out.iterdir()] == ["exp.tgz.part-aa"]
+
+
+RUNNING_PAIR = """
+import pathlib, sys, time
+log = pathlib.Path(sys.argv[1]).parent / "logs" / "session" / "pair-2.log"
+log.parent.mkdir(parents=True)
+left = "2 done, 7 min since the first boot; about 7 min left"
+log.write_text(f"session 2-control, 3 of 4: {left}\\nsession 2-candidate, 4 of 4: {left}\\n"
+               "2-control sweep point 8 run 1: 785.8 tok/s\\n"
+               "2-candidate sweep point 8 run 1: 776.7 tok/s\\n")
+time.sleep(30)
+"""
+
+
+def test_poll_shows_where_a_running_pair_stands(tmp_path):
+    """While the run goes on, poll.sh shows the newest pair's last session start (with the
+    time left) and its last lines, so that the next poll can be sized."""
+    r, _ = poll_running(tmp_path, RUNNING_PAIR)
+    now = [line for line in r.stdout.splitlines() if line.startswith("now: ")]
+    assert now == ["now: session 2-candidate, 4 of 4: 2 done, 7 min since the first boot; "
+                   "about 7 min left", "now: 2-control sweep point 8 run 1: 785.8 tok/s",
+                   "now: 2-candidate sweep point 8 run 1: 776.7 tok/s"], r.stdout
 
 
 def test_start_refuses_while_a_run_goes_on(tmp_path):

@@ -33,6 +33,12 @@ if [ "$mode" = stop ] && [ ! -f "$job/job.rc" ]; then
 	fi
 fi
 echo "sessions finished: $(finished) (were $start); run: $(cat "$job/job.rc" 2>/dev/null || echo running)"
+# still going: where the newest pair's log stands (its last session's start, with the time left
+# once a session is done, and its last two lines), to size the next poll
+log=$(ls -t "$r"/logs/session/*.log 2>/dev/null | head -1)
+if [ ! -f "$job/job.rc" ] && [ -n "$log" ]; then
+	{ grep -E '^session .*, [0-9]+ of [0-9]+: ' "$log" | tail -1; tail -2 "$log"; } | sed 's/^/now: /'
+fi
 # a session that booted but has no stop receipt was cut (the run was still going when packed):
 # the next lease refuses to measure over it, so its files are named here to delete first
 shopt -s nullglob # no boot yet: no session to name
