@@ -175,6 +175,14 @@ def request_split(root: Path, target_cv: float) -> dict | None:
             "needed": math.ceil((split["request_sd"] / target_cv) ** 2)}
 
 
+def sweep_points(root: Path) -> dict[tuple[int, str], list[dict]]:
+    """Each measured session's sweep points (every run), by (pair, arm); sessions without the
+    load instrument left out."""
+    sessions = sessions_of(root, jsonio.read(root / layout.PLAN, "plan"))
+    load = instruments.role(instruments.LOAD)
+    return {key: s["raw"][load]["points"] for key, s in sessions.items() if load in s["raw"]}
+
+
 def run_split(root: Path, target_cv: float) -> list[dict]:
     """Per sweep point, the pairs' throughput spread split run by run, as the single-stream
     spread is request by request (knee.analyze.requestsplit.split): each run's log ratio
@@ -185,15 +193,14 @@ def run_split(root: Path, target_cv: float) -> list[dict]:
     the run SD rests on as many degrees of freedom as pairs: a rough guide to which lever
     (runs, or pairs against a boot part) narrows a point. Points of under two pairs are
     left out."""
-    sessions = sessions_of(root, jsonio.read(root / layout.PLAN, "plan"))
-    load = instruments.role(instruments.LOAD)
+    sweeps = sweep_points(root)
     runs: dict[object, dict[int, list[float]]] = {}
-    for (pair, arm), s in sessions.items():
-        if arm != "candidate" or load not in s["raw"]:
+    for (pair, arm), points in sweeps.items():
+        if arm != "candidate":
             continue
         control = {(p["point"], p["run"]): point_summary(p)["throughput"]
-                   for p in sessions[(pair, "control")]["raw"][load]["points"]}
-        for p in s["raw"][load]["points"]:
+                   for p in sweeps[(pair, "control")]}
+        for p in points:
             a, b = control.get((p["point"], p["run"])), point_summary(p)["throughput"]
             if a and b:
                 runs.setdefault(p["point"], {}).setdefault(pair, []).append(math.log(b / a))
@@ -209,11 +216,9 @@ def windows(root: Path) -> list[dict]:
     """Per sweep point, its windows in every measured session: how many, their length in
     seconds (shortest, longest) and the share of each one's time at its concurrency (lowest,
     median) and how many held under HELD; None for both where the client did not record it."""
-    sessions = sessions_of(root, jsonio.read(root / layout.PLAN, "plan"))
-    load = instruments.role(instruments.LOAD)
     by_point: dict[object, list[dict]] = {}
-    for s in sessions.values():
-        for p in (s["raw"].get(load) or {}).get("points", []):
+    for points in sweep_points(root).values():
+        for p in points:
             by_point.setdefault(p["point"], []).append(p)
     out = []
     for point, points in sorted(by_point.items(), key=lambda x: float(x[0])):
