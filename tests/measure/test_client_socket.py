@@ -12,7 +12,7 @@ import time
 import orjson
 import pytest
 
-from knee.measure import client
+from knee.measure import client, stream
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 
@@ -82,7 +82,7 @@ def test_chunks_are_stamped_when_they_arrived_not_when_the_busy_loop_read_them()
     # the first chunk was read about 250 ms after it arrived; its stamp is its arrival
     assert abs((first - rec["t_send"]) - (seen["first"] - seen["request"])) < 0.03
     assert abs((second - first) - (seen["second"] - seen["first"])) < 0.03
-    assert client.CHUNK_CLOCK.startswith("kernel receive timestamp")
+    assert stream.CHUNK_CLOCK.startswith("kernel receive timestamp")
 
 
 def test_connection_dropped_mid_stream_is_an_error_with_what_was_read():

@@ -7,7 +7,7 @@ import pytest
 from knee.analyze import stats
 from knee.core import prompts
 from knee.core.errors import KneeError
-from knee.measure import client
+from knee.measure import stream
 
 
 def rec(**kw):
@@ -36,22 +36,22 @@ def test_point_summary_throughput_is_tokens_over_wall_and_counts_errors():
 
 
 def test_chunk_token_counts_come_from_server_usage():
-    r = client.Record(index=0, warmup=False, t_send=0.0)
-    client._apply_chunk(r, {"choices": [{"text": "a"}], "usage": {"prompt_tokens": 7,
+    r = stream.Record(index=0, warmup=False, t_send=0.0)
+    stream._apply_chunk(r, {"choices": [{"text": "a"}], "usage": {"prompt_tokens": 7,
                                                                   "completion_tokens": 1}}, 0.5)
-    client._apply_chunk(r, {"choices": [{"text": "bcd"}], "usage": {"completion_tokens": 4}}, 0.6)
-    client._apply_chunk(r, {"choices": [{"text": "", "finish_reason": "length"}],
+    stream._apply_chunk(r, {"choices": [{"text": "bcd"}], "usage": {"completion_tokens": 4}}, 0.6)
+    stream._apply_chunk(r, {"choices": [{"text": "", "finish_reason": "length"}],
                             "usage": {"completion_tokens": 4}}, 0.7)
-    client._apply_chunk(r, {"choices": [], "usage": {"completion_tokens": 4}}, 0.8)
+    stream._apply_chunk(r, {"choices": [], "usage": {"completion_tokens": 4}}, 0.8)
     assert r.chunk_tokens == [1, 3]
     assert (r.t_first, r.t_last, r.output_tokens, r.prompt_tokens) == (0.5, 0.6, 4, 7)
     assert r.finish_reason == "length"
 
 
 def test_error_event_mid_stream_is_an_error_not_a_silent_end():
-    r = client.Record(index=0, warmup=False, t_send=0.0)
-    with pytest.raises(client.StreamError, match="engine dead"):
-        client._apply_chunk(r, {"error": {"message": "engine dead", "code": 500}}, 0.5)
+    r = stream.Record(index=0, warmup=False, t_send=0.0)
+    with pytest.raises(stream.StreamError, match="engine dead"):
+        stream._apply_chunk(r, {"error": {"message": "engine dead", "code": 500}}, 0.5)
 
 
 def sse_response(events: list[dict]) -> bytes:
@@ -63,14 +63,14 @@ def sse_response(events: list[dict]) -> bytes:
     return body + b"0\r\n\r\n"
 
 
-def feed(response: bytes, cuts: list[int]) -> tuple[client.Record, asyncio.Future]:
+def feed(response: bytes, cuts: list[int]) -> tuple[stream.Record, asyncio.Future]:
     loop = asyncio.new_event_loop()
     try:
-        stream = client._Stream(t0=0.0)
-        rec, done = client.Record(index=0, warmup=False, t_send=0.0), loop.create_future()
-        stream.start(rec, done)
+        conn = stream.Stream(t0=0.0)
+        rec, done = stream.Record(index=0, warmup=False, t_send=0.0), loop.create_future()
+        conn.start(rec, done)
         for a, b in zip([0, *cuts], [*cuts, len(response)], strict=True):
-            stream.data_received(response[a:b], 1.0)
+            conn.data_received(response[a:b], 1.0)
         return rec, done
     finally:
         loop.close()
@@ -105,7 +105,7 @@ def test_http_error_status_is_reported_with_its_body():
     response = (b"HTTP/1.1 404 Not Found\r\ncontent-length: " + str(len(body)).encode()
                 + b"\r\n\r\n" + body)
     _, done = feed(response, [10, 40])
-    with pytest.raises(client.HTTPError, match=r"HTTP 404.*model not found"):
+    with pytest.raises(stream.HTTPError, match=r"HTTP 404.*model not found"):
         done.result()
 
 

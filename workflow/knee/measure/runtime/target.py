@@ -15,7 +15,7 @@ from knee.analyze.window import prom
 from knee.core import prompts
 from knee.core.records import Point, RawWindow, Section
 from knee.instruments.ports import Tokenize
-from knee.measure import client, progress
+from knee.measure import client, progress, stream
 from knee.measure.runtime import endpoint
 from knee.measure.runtime.endpoint import Served
 
@@ -92,7 +92,7 @@ class Target:
         the client measured, and the window's extra facts (`extra=`)."""
         record = prompts.point_record(
             result, point=point, instrument=instrument, prompts=prompt_set, sampling=sampling,
-            model=self.model, seed=self.seed, api=self.api, chunk_clock=client.CHUNK_CLOCK,
+            model=self.model, seed=self.seed, api=self.api, chunk_clock=stream.CHUNK_CLOCK,
             **fields)
         progress.say(progress.point_line(self.sid, record))
         if self._last:
