@@ -3,7 +3,7 @@ import pytest
 import yaml
 
 from knee.core.errors import KneeError
-from knee.plan import config, summary
+from knee.plan import config, planfile, summary
 from tests.helpers import ROOT, run_knee
 
 
@@ -161,9 +161,9 @@ def test_a_measured_folder_without_its_plan_is_never_planned_again(tmp_path):
                                        "c.yaml", ROOT)
     with pytest.raises(KneeError, match=r"plan.json: missing from a folder whose sessions have "
                                         r"booted"):
-        config.check_bound(plan, root, "c.yaml")
+        planfile.check_bound(plan, root, "c.yaml")
     with pytest.raises(KneeError, match=r"knee never plans a measured experiment again"):
-        config.write_plan(root / "plan.json", plan)
+        planfile.write_plan(root / "plan.json", plan)
     assert not (root / "plan.json").exists()
 
 

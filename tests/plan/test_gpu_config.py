@@ -6,7 +6,7 @@ git history travelled."""
 import pytest
 
 from knee.core.errors import KneeError
-from knee.plan import config, configfile
+from knee.plan import config, configfile, planfile
 from tests.helpers import ROOT, run_knee
 
 
@@ -100,7 +100,7 @@ def test_engine_info_names_an_engine_python_that_cannot_run(tmp_path):
     plan = tmp_path / "plan.json"
     made = config.make_plan(config.validate(h200(), "x"), "x") | {"workflow": {}}
     made["runtime"]["engine"]["python"] = str(tmp_path / "no-such-python")
-    config.write_plan(plan, made)
+    planfile.write_plan(plan, made)
     r = run_knee("engine-info", "--plan", str(plan), "--out", str(tmp_path / "e.json"), timeout=60)
     assert r.returncode == 1 and "runtime.engine.python: " in r.stderr
     assert "cannot run it" in r.stderr and not (tmp_path / "e.json").exists()

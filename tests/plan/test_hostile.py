@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from knee.core.errors import KneeError
-from knee.plan import config
+from knee.plan import config, planfile
 from tests import helpers
 from tests.helpers import ROOT, engine_processes
 from tests.hostile_cases import CASES, COMMAND_LINE
@@ -172,7 +172,7 @@ def test_a_measured_folder_keeps_its_plan(tmp_path):
     with pytest.raises(KneeError, match="never re-plans a measured experiment"):
         cfg = config.load(ROOT / "config" / "config.yaml")
         cfg["bar"]["alpha"] = 0.1
-        config.write_plan(plan, config.make_plan(cfg))
+        planfile.write_plan(plan, config.make_plan(cfg))
     assert plan.stat().st_mtime == mtime
 
 

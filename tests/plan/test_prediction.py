@@ -4,7 +4,7 @@ bytes exactly, and never other bytes under the registered name."""
 import hashlib
 import json
 
-from knee.plan import config
+from knee.plan import config, planfile
 from tests.helpers import ROOT, run_knee
 
 # a recommendation as `knee recommend` writes one (the published default's)
@@ -18,7 +18,7 @@ def planned(tmp_path):
     source.write_text(json.dumps(REC, indent=2) + "\n")
     cfg = {**config.load_raw(ROOT / "config" / "config.yaml"), "prediction": str(source)}
     plan = tmp_path / "verify" / "plan.json"
-    config.write_plan(plan, config.plan_config(cfg, "verify.yaml", ROOT)[1])
+    planfile.write_plan(plan, config.plan_config(cfg, "verify.yaml", ROOT)[1])
     return source, plan, tmp_path / "verify" / "workflow" / "recommendation.json"
 
 
@@ -44,7 +44,7 @@ def test_a_recommendation_changed_after_planning_is_refused_and_nothing_is_seale
 
 def test_a_plan_that_registers_no_prediction_is_refused(tmp_path):
     plan = tmp_path / "plan.json"
-    config.write_plan(plan, config.plan_config(config.load_raw(ROOT / "config" / "config.yaml"),
+    planfile.write_plan(plan, config.plan_config(config.load_raw(ROOT / "config" / "config.yaml"),
                                                "config.yaml", ROOT)[1])
     r = run_knee("prediction", "--plan", plan, "--out", tmp_path / "out.json")
     assert r.returncode == 1 and "registers no prediction (not a verification run)" in r.stderr

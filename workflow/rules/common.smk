@@ -5,6 +5,7 @@ import shlex
 import sys
 
 from knee.plan import config as knee_config
+from knee.plan import planfile as knee_planfile
 from knee import deps as knee_deps
 from knee.plan import places as knee_places
 from knee.plan import models as knee_models
@@ -42,7 +43,7 @@ def at(path):
 
 try:
     knee_places.check_results_folder(R, CONFIG_SOURCE)
-    knee_config.check_bound(PLAN, R, CONFIG_SOURCE)
+    knee_planfile.check_bound(PLAN, R, CONFIG_SOURCE)
 except KneeError as e:
     raise WorkflowError(str(e)) from None
 logger.info(knee_summary.describe(PLAN))

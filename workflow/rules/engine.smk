@@ -134,7 +134,7 @@ if DATASET_FILES:
 # it runs it, so a plan rule that a changed parameter or commit could trigger would delete the
 # plan of a measured folder; a folder with no boot yet is planned, and re-planned, as its config
 # says.
-if not knee_config.plan_fixed(R):
+if not knee_planfile.plan_fixed(R):
 
     rule plan:
         """The plan: resolved arms, session order, instruments, the bar and its sha256; a

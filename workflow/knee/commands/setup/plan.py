@@ -9,13 +9,13 @@ from knee.commands.spec import OUT, Command, R
 
 
 def run(args: argparse.Namespace) -> int:
-    from knee.plan import config, configfile
+    from knee.plan import config, configfile, planfile
 
     raw = configfile.load_all(args.config)
     if args.name:
         raw["name"] = configfile.check_name(args.name, f"--name {args.name!r}")
     _, plan = config.plan_config(raw, configfile.source_of(args.config), args.repo)
-    config.write_plan(args.out, plan)
+    planfile.write_plan(args.out, plan)
     return 0
 
 
