@@ -88,6 +88,38 @@ class Hold:
     floor: int
 
 
+class Link:
+    """One stream's connection: kept alive between its requests, made again where the last
+    was lost, closed or broken."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, addr: tuple[Any, ...] | None) -> None:
+        self.loop, self.addr = loop, addr
+        self.conn: Stream | None = None
+
+    async def send(self, request: bytes, rec: Record, t0: float, timeout_s: float,
+                   sampling: Section) -> None:
+        """One request, its answer read into rec (rec.error where it is not a measurement)."""
+        try:
+            if self.conn is None or self.conn.lost or not self.conn.keep:
+                self.close()
+                self.conn = await Stream.connect(self.loop, self.addr, t0)
+            self.conn.t0 = t0  # a loop that takes turns moves its clock's origin on
+            await asyncio.wait_for(self.conn.exchange(request, rec), timeout_s)
+        except (OSError, HTTPError, ValueError, TimeoutError) as e:
+            rec.error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            if self.conn is not None:
+                self.conn.keep = False
+        else:
+            rec.error = length_error(rec, sampling)
+            if rec.error is None:
+                output_digest(rec)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
 async def closed_loop(base_url: str, model: str, prompts: list[Any], sampling: Section,
                       concurrency: int, timeout_s: float, warmup: bool = False,
                       api: str = "completions", done: list[Any] | None = None,
@@ -97,6 +129,8 @@ async def closed_loop(base_url: str, model: str, prompts: list[Any], sampling: S
     (a list the caller may watch). `turn` (one request in flight only): each request waits for
     its turn and ends it once done; the clock stands still while the loop waits, so its
     times and wall time are this loop's own (the seconds waited: turn_wait_s)."""
+    if turn is not None and concurrency != 1:
+        raise ValueError("a loop takes turns request by request only with one in flight")
     target = urlsplit(base_url + ENDPOINTS[api])
     requests = [request_bytes(target, request_body(api, model, p, sampling, i))
                 for i, p in enumerate(prompts)]
@@ -107,8 +141,6 @@ async def closed_loop(base_url: str, model: str, prompts: list[Any], sampling: S
     records: list[Record] = [] if done is None else done
     t0 = time.perf_counter()
     waited = 0.0
-    if turn is not None and concurrency != 1:
-        raise ValueError("a loop takes turns request by request only with one in flight")
 
     def more() -> bool:
         if not queue:
@@ -118,7 +150,7 @@ async def closed_loop(base_url: str, model: str, prompts: list[Any], sampling: S
 
     async def worker() -> None:
         nonlocal t0, waited
-        conn: Stream | None = None
+        link = Link(loop, addr)
         try:
             while more():
                 i = queue.pop()
@@ -128,44 +160,34 @@ async def closed_loop(base_url: str, model: str, prompts: list[Any], sampling: S
                     # wait would hold the loop's shutdown, and the engine's stop, until it ends)
                     w = turn.take(f"request {i}")
                     t0, waited = t0 + w, waited + w
-                    if conn is not None:
-                        conn.t0 = t0
                 rec = Record(index=i, warmup=warmup, t_send=time.perf_counter() - t0)
                 try:
-                    if conn is None or conn.lost or not conn.keep:
-                        if conn is not None:
-                            conn.close()
-                        conn = None
-                        conn = await Stream.connect(loop, addr, t0)
-                    await asyncio.wait_for(conn.exchange(requests[i], rec), timeout_s)
-                except (OSError, HTTPError, ValueError, TimeoutError) as e:
-                    rec.error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-                    if conn is not None:
-                        conn.keep = False
-                else:
-                    rec.error = length_error(rec, sampling)
-                    if rec.error is None:
-                        output_digest(rec)
+                    await link.send(requests[i], rec, t0, timeout_s, sampling)
                 finally:
                     rec.t_done = time.perf_counter() - t0
                     if turn is not None:
                         turn.release()
                 records.append(rec)
         finally:  # also when cancelled: no socket or reader is left behind
-            if conn is not None:
-                conn.close()
+            link.close()
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    wall = time.perf_counter() - t0
+    return window(records, time.perf_counter() - t0, concurrency, len(prompts), hold,
+                  waited if turn is not None else None)
+
+
+def window(records: list[Record], wall: float, concurrency: int, planned: int,
+           hold: Hold | None, waited: float | None) -> Section:
+    """A closed loop's window: its records in the order of the prompts, its wall time, the
+    share of it (first send to last done) at its concurrency (the ramp and the drain ran a
+    smaller batch), and where it took turns or was held, the seconds waited and the hold."""
     records.sort(key=lambda r: r.index)
     out: dict[str, Any] = {"wall_s": wall, "records": [dict(vars(r)) for r in records]}
-    # the share of the window (first send to last done) at its concurrency: the ramp and the
-    # drain ran a smaller batch
     out["concurrency_held_share"] = held_share(out["records"], concurrency)
-    if turn is not None:
+    if waited is not None:
         out["turn_wait_s"] = round(waited, 6)
     if hold is not None:
-        out["hold"] = {"min_s": hold.min_s, "floor": hold.floor, "planned": len(prompts),
+        out["hold"] = {"min_s": hold.min_s, "floor": hold.floor, "planned": planned,
                        "sent": len(records), "reached": wall >= hold.min_s}
     return out
 
