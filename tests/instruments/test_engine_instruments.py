@@ -122,18 +122,19 @@ def test_a_toy_instrument_in_one_file_is_planned_measured_compared_derived_and_r
     assert all(0 < s["fastest_s"] <= s["slowest_s"] for s in spans), spans
     assert comparison["fixture_classes"] == [] == comparison["depth_curves"]  # did not run
     rows = {(r["point"], r["metric"]) for r in comparison["rows"] if r["instrument"] == "burst"}
-    assert rows >= {("burst", m) for m in compare.METRICS if m != "decode_rate_p50"}
+    rates = ("decode_rate_p50", "decode_rate_gmean")
+    assert rows >= {("burst", m) for m in compare.METRICS if m not in rates}
     # a decode rate needs a request's chunks received at two different times: the engine may
     # flush a whole stream in one receive, and then the rate is undefined (None), never zero;
-    # the row exists when either arm has a request with a rate, and has a delta only when
-    # both have one
+    # each rate's row (the median and the paired geometric mean) exists when either arm has a
+    # request with a rate, and has a delta only when both have one
     from knee.analyze.stats import decode_rate
 
     rated = [any(decode_rate(r) is not None for p in s["raw"]["burst"]["points"]
                  for r in p["records"]) for s in sessions.values()]
-    assert (("burst", "decode_rate_p50") in rows) == any(rated)
+    assert {m: ("burst", m) in rows for m in rates} == dict.fromkeys(rates, any(rated))
     for r in comparison["rows"]:
-        if r["instrument"] == "burst" and r["metric"] == "decode_rate_p50":
+        if r["instrument"] == "burst" and r["metric"] in rates:
             assert (r["delta_pct"] is not None) == all(rated), (rated, r)
     bar = bar_module.judge_plan(plan, comparison, [s["boot"] for s in sessions.values()])
     assert [r["rule"] for r in bar["rules"]] == ["burst parity"]
