@@ -224,7 +224,21 @@ def engine_of(rt: dict) -> tuple[str, dict]:
     return str(ROOT / python) if not Path(python).is_absolute() else python, env
 
 
-def main() -> int:
+def engine_for(arm: dict, rt: dict, model: dict, python: str, engine_env: dict, work: Path,
+               cpus: list[int] | None) -> Engine:
+    """The arm's server on a free local port, with the prefix cache off: the same texts go to
+    both clients, so neither may be served from the other's prefix cache."""
+    port = endpoint.free_port("127.0.0.1")
+    arm = {**arm, "args": {**arm.get("args", {}), "enable-prefix-caching": False,
+                           "no-enable-prefix-caching": True}}
+    return Engine(argv=server_argv(python, arm, str(ROOT / model["path"]),
+                                   model["name"], "127.0.0.1", port),
+                  env={**engine_env, **arm.get("env", {}),
+                       "VLLM_CACHE_ROOT": str(ROOT / rt["cache_dir"])},
+                  log=work / "engine.log", host="127.0.0.1", port=port, cpus=cpus)
+
+
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default=str(ROOT / "config" / "config.yaml"))
@@ -235,7 +249,11 @@ def main() -> int:
     ap.add_argument("--versus", choices=("vllm", "knee"), default="vllm",
                     help="the other client; `knee` is the A/A calibration: knee against itself "
                          "under the same protocol shows how large a difference noise alone makes")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> int:
+    a = parse_args()
     plan = config.make_plan(config.load(a.config), a.config)
     arm, rt, model = plan["arms"][a.arm], plan["runtime"], plan["model"]
     sweep = plan["instruments"]["sweep"]
@@ -244,16 +262,8 @@ def main() -> int:
     engine_cpus, client_cpus = split_cpus(rt.get("engine_cpus"))
     if client_cpus:
         os.sched_setaffinity(0, client_cpus)  # vLLM's client inherits it
-    port = endpoint.free_port("127.0.0.1")
     work = Path(tempfile.mkdtemp(prefix="knee-agreement-"))
-    # the same texts go to both clients, so neither may be served from the other's prefix cache
-    arm = {**arm, "args": {**arm.get("args", {}), "enable-prefix-caching": False,
-                           "no-enable-prefix-caching": True}}
-    engine = Engine(argv=server_argv(python, arm, str(ROOT / model["path"]),
-                                     model["name"], "127.0.0.1", port),
-                    env={**engine_env, **arm.get("env", {}),
-                         "VLLM_CACHE_ROOT": str(ROOT / rt["cache_dir"])},
-                    log=work / "engine.log", host="127.0.0.1", port=port, cpus=engine_cpus)
+    engine = engine_for(arm, rt, model, python, engine_env, work, engine_cpus)
     vllm = (VllmClient(work / "vllm-client.log", python, engine_env) if a.versus == "vllm"
             else None)
     try:

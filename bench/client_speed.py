@@ -101,7 +101,22 @@ def vllm_client(base: str, c: int, n: int, tokens: int, out: Path) -> dict:
             "tokens_counted": saved.get("total_output_tokens")}
 
 
-def main() -> int:
+def summary(rates: dict, p99: dict, concurrency: list[int], progress: bool) -> None:
+    """Each concurrency's chunk rate per client core, knee's against vLLM's (and with the
+    progress bar against without), and the two targets."""
+    for c in concurrency:
+        print(f"concurrency {c}: knee / vllm chunk rate per client core = "
+              f"{rates[('knee', c)] / rates[('vllm', c)]:.2f}x"
+              + (f"; knee with the progress bar / without = "
+                 f"{rates[('knee+bar', c)] / rates[('knee', c)]:.2f}x" if progress else ""))
+    if 256 in concurrency and 64 in concurrency:
+        ratio = rates[("knee", 256)] / rates[("vllm", 256)]
+        print(f"target chunk rate >= 1.5x at 256: {'met' if ratio >= 1.5 else 'MISSED'}; "
+              f"target p99 timing error < 0.5 ms at 64: "
+              f"{'met' if p99[64] < 0.5 else 'MISSED'}")
+
+
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--requests-per-stream", type=int, default=4)
@@ -116,7 +131,11 @@ def main() -> int:
                     default=sorted(os.sched_getaffinity(0))[-1:],
                     help="CPUs of the server; the clients get the others, as a session splits "
                          "engine and client (default: the last CPU; none: no pinning)")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> int:
+    a = parse_args()
     port = free_port("127.0.0.1")
     server_cpus, client_cpus = split_cpus(a.server_cpus)
     server = subprocess.Popen([sys.executable, str(ROOT / "bench" / "sse_server.py"),
@@ -155,16 +174,7 @@ def main() -> int:
                     if m["tokens_counted"] != m["chunks"]:
                         print(f"  knee counted {m['tokens_counted']} tokens for {m['chunks']}"
                               " one-token chunks sent")
-        for c in a.concurrency:
-            print(f"concurrency {c}: knee / vllm chunk rate per client core = "
-                  f"{rates[('knee', c)] / rates[('vllm', c)]:.2f}x"
-                  + (f"; knee with the progress bar / without = "
-                     f"{rates[('knee+bar', c)] / rates[('knee', c)]:.2f}x" if a.progress else ""))
-        if 256 in a.concurrency and 64 in a.concurrency:
-            ratio = rates[("knee", 256)] / rates[("vllm", 256)]
-            print(f"target chunk rate >= 1.5x at 256: {'met' if ratio >= 1.5 else 'MISSED'}; "
-                  f"target p99 timing error < 0.5 ms at 64: "
-                  f"{'met' if p99[64] < 0.5 else 'MISSED'}")
+        summary(rates, p99, a.concurrency, a.progress)
     finally:
         server.terminate()
         server.wait(timeout=10)
