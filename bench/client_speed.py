@@ -10,7 +10,10 @@ client CPU second (chunks counted by the server; CPU time of the client's stream
 means the client, not the server, set the pace), and for knee's client the timing error: each
 gap between two chunks as the client saw it, minus the gap between the server's send stamps
 (p50/p99 of the absolute error). Targets: knee ingests at least 1.5x vLLM's chunk rate at
-concurrency 256; p99 timing error under 0.5 ms at 64. The server runs on its own CPU and the
+concurrency 256; p99 timing error under 0.5 ms at 64. Each point runs --repeats times, the two
+clients in turn, the first alternating between repeats; a target is judged on the median over
+repeats of each repeat's ratio (and of the p99), shown with its range: on a small machine one
+run's ratio moves by a third from run to run. The server runs on its own CPU and the
 clients on the others, as a session splits engine and client CPUs: sharing one CPU, the server
 is preempted between a chunk's stamp and its send, and that shows up as timing error.
 """
@@ -21,6 +24,7 @@ import argparse
 import io
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -101,19 +105,42 @@ def vllm_client(base: str, c: int, n: int, tokens: int, out: Path) -> dict:
             "tokens_counted": saved.get("total_output_tokens")}
 
 
+def measure(name: str, base: str, c: int, n: int, tokens: int) -> dict:
+    """One run of one client at one concurrency, printed as a row; its chunk rate per client
+    CPU second in "rate"."""
+    out = Path(tempfile.gettempdir()) / f"knee-bench-vllm-c{c}.json"
+    m = (vllm_client(base, c, n, tokens, out) if name == "vllm"
+         else knee_client(base, c, n, tokens, bar=name == "knee+bar"))
+    m["rate"] = m["chunks"] / m["cpu_s"] if m["cpu_s"] else float("nan")
+    err = (f"{m['err_p50_ms']:10.3f}  {m['err_p99_ms']:10.3f}"
+           if m.get("err_p50_ms") is not None else f"{'-':>10}  {'-':>10}")
+    print(f"{name:8} {c:5d} {m['chunks']:7d} {m['cpu_s']:6.2f} {m['wall_s']:7.2f}"
+          f"  {m['cpu_s'] / m['wall_s']:4.0%}  {m['rate']:12.0f}  {err}", flush=True)
+    if name == "knee" and m["tokens_counted"] != m["chunks"]:
+        print(f"  knee counted {m['tokens_counted']} tokens for {m['chunks']}"
+              " one-token chunks sent")
+    return m
+
+
 def summary(rates: dict, p99: dict, concurrency: list[int], progress: bool) -> None:
     """Each concurrency's chunk rate per client core, knee's against vLLM's (and with the
-    progress bar against without), and the two targets."""
+    progress bar against without): the median over repeats of each repeat's ratio, with its
+    range; and the two targets, judged on the medians."""
+    def ratio(a: str, b: str, c: int) -> tuple[float, float, float]:
+        r = [x / y for x, y in zip(rates[(a, c)], rates[(b, c)], strict=True)]
+        return statistics.median(r), min(r), max(r)
+
     for c in concurrency:
         print(f"concurrency {c}: knee / vllm chunk rate per client core = "
-              f"{rates[('knee', c)] / rates[('vllm', c)]:.2f}x"
-              + (f"; knee with the progress bar / without = "
-                 f"{rates[('knee+bar', c)] / rates[('knee', c)]:.2f}x" if progress else ""))
+              "{:.2f}x ({:.2f}-{:.2f})".format(*ratio("knee", "vllm", c))
+              + ("; knee with the progress bar / without = {:.2f}x ({:.2f}-{:.2f})".format(
+                  *ratio("knee+bar", "knee", c)) if progress else ""))
     if 256 in concurrency and 64 in concurrency:
-        ratio = rates[("knee", 256)] / rates[("vllm", 256)]
-        print(f"target chunk rate >= 1.5x at 256: {'met' if ratio >= 1.5 else 'MISSED'}; "
-              f"target p99 timing error < 0.5 ms at 64: "
-              f"{'met' if p99[64] < 0.5 else 'MISSED'}")
+        met = ratio("knee", "vllm", 256)[0] >= 1.5
+        err = statistics.median(p99[64])
+        print(f"target chunk rate >= 1.5x at 256: {'met' if met else 'MISSED'}; "
+              f"target p99 timing error < 0.5 ms at 64: {'met' if err < 0.5 else 'MISSED'} "
+              f"({err:.3f} ms, median over {len(p99[64])} repeats)")
 
 
 def parse_args() -> argparse.Namespace:
@@ -121,6 +148,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--requests-per-stream", type=int, default=4)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 64, 256])
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each client per point")
     ap.add_argument("--mode", choices=["burst", "step"], default="burst",
                     help="how bench/sse_server.py streams (see its docstring)")
     ap.add_argument("--step-ms", type=float, default=0.0,
@@ -156,24 +184,16 @@ def main() -> int:
               + (f"; server on CPUs {server_cpus}, clients on CPUs {client_cpus}"
                  if client_cpus else "; not pinned"))
         print("client    conc  chunks  cpu s  wall s  busy  chunks/cpu-s  err p50 ms  err p99 ms")
-        rates, p99 = {}, {}
+        rates: dict = {}
+        p99: dict = {}
         for c in a.concurrency:
-            n = c * a.requests_per_stream
-            out = Path(tempfile.gettempdir()) / f"knee-bench-vllm-c{c}.json"
-            for name in ("knee", "knee+bar", "vllm") if a.progress else ("knee", "vllm"):
-                m = (vllm_client(base, c, n, a.tokens, out) if name == "vllm"
-                     else knee_client(base, c, n, a.tokens, bar=name == "knee+bar"))
-                rate = m["chunks"] / m["cpu_s"] if m["cpu_s"] else float("nan")
-                rates[(name, c)] = rate
-                err = (f"{m['err_p50_ms']:10.3f}  {m['err_p99_ms']:10.3f}"
-                       if m.get("err_p50_ms") is not None else f"{'-':>10}  {'-':>10}")
-                print(f"{name:8} {c:5d} {m['chunks']:7d} {m['cpu_s']:6.2f} {m['wall_s']:7.2f}"
-                      f"  {m['cpu_s'] / m['wall_s']:4.0%}  {rate:12.0f}  {err}")
-                if name == "knee":
-                    p99[c] = m["err_p99_ms"]
-                    if m["tokens_counted"] != m["chunks"]:
-                        print(f"  knee counted {m['tokens_counted']} tokens for {m['chunks']}"
-                              " one-token chunks sent")
+            for i in range(a.repeats):
+                names = ["knee", "knee+bar", "vllm"] if a.progress else ["knee", "vllm"]
+                for name in names if i % 2 == 0 else names[::-1]:
+                    m = measure(name, base, c, c * a.requests_per_stream, a.tokens)
+                    rates.setdefault((name, c), []).append(m["rate"])
+                    if name == "knee":
+                        p99.setdefault(c, []).append(m["err_p99_ms"])
         summary(rates, p99, a.concurrency, a.progress)
     finally:
         server.terminate()
