@@ -35,6 +35,11 @@ Then each sweep point's windows (every run of every arm measured): how long they
 the share of its time each held its concurrency (the ramp and the drain run a smaller batch;
 under 90 % the comparison lists the window), with how many fell under 90 %.
 
+Then each folder's measurement time: each measured pair from its first boot to its last stop
+(the receipts' started_at and stopped_at; the engines' compile, boot and stop included, the
+render and the transfers not), summed over pairs, in minutes of the host's GPU(s): the time a
+verdict of that many pairs costs.
+
 Last, each later folder set against the first, rule by rule: the ratio of the first's
 between-pair variance to the later's, and the one-sided F test's p that the later design
 spreads as wide as the first (pairs less one degrees of freedom each): with 4 pairs a folder,
@@ -46,6 +51,7 @@ import functools
 import math
 import statistics
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from scipy import stats
@@ -232,6 +238,24 @@ def windows(root: Path) -> list[dict]:
     return out
 
 
+def measurement_time(root: Path) -> dict:
+    """The folder's measured pairs, each pair's minutes from its first session's boot to its
+    last session's stop (boot and stop receipts), and their sum."""
+    plan = jsonio.read(root / layout.PLAN, "plan")
+    spans = []
+    for pair in range(1, measured_pairs(root, plan) + 1):
+        sids = [x["id"] for x in plan["protocol"]["sessions"] if x["pair"] == pair]
+        start = min(datetime.fromisoformat(
+            jsonio.read(root / layout.receipt(sid, "boot"), "boot")["started_at"])
+            for sid in sids)
+        stop = max(datetime.fromisoformat(
+            jsonio.read(root / layout.receipt(sid, "stop"), "stop")["stopped_at"])
+            for sid in sids)
+        spans.append((stop - start).total_seconds() / 60)
+    return {"folder": root.name, "pairs": len(spans), "minutes": sum(spans),
+            "per_pair": (min(spans), max(spans)) if spans else None}
+
+
 def against_first(out: list[dict]) -> list[dict]:
     """Each later folder's rules set against the first folder's rule of the same name: the
     variance ratio (first / later) and the one-sided F test's p that the later spreads as wide
@@ -298,6 +322,16 @@ def show_windows(results: list[Path]) -> None:
                   f"{'–' if w['under'] is None else w['under']:>9}")
 
 
+def show_time(results: list[Path]) -> None:
+    print(f"\nmeasurement time (each pair from its first boot to its last stop, summed):\n"
+          f"{'folder':32} {'pairs':>5} {'minutes':>8} {'a pair, min–max':>16}")
+    for root in results:
+        t = measurement_time(root)
+        span = "–" if t["per_pair"] is None else \
+            f"{t['per_pair'][0]:.1f}–{t['per_pair'][1]:.1f}"
+        print(f"{t['folder']:32} {t['pairs']:>5} {t['minutes']:>8.1f} {span:>16}")
+
+
 def show_against(results: list[Path], out: list[dict]) -> None:
     print(f"\nset against {results[0].name} (variance ratio, first / this; one-sided F "
           f"test's p that this spreads as wide):\n{'folder':32} {'rule':24} {'ratio':>7} "
@@ -324,6 +358,7 @@ def main() -> int:
     show_rules(out)
     show_splits(a.results, a.target_cv, a.target_sweep_cv)
     show_windows(a.results)
+    show_time(a.results)
     if len(a.results) > 1:
         show_against(a.results, out)
     return 0

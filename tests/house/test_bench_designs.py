@@ -197,3 +197,14 @@ def test_windows_held_for_15_s_hold_their_concurrency_where_11_s_windows_did_not
         assert held[point]["held"][0] >= 0.9 and held[point]["windows"] % 4 == 0
     older = designs.windows(ROOT / "results" / "aa-h200")
     assert older and all(w["held"] is None and w["under"] is None for w in older)
+
+
+def test_measurement_time_sums_each_pair_from_its_first_boot_to_its_last_stop():
+    """The GPU-paced A/A: pairs 1-3 on one host took 19.4 min from the first boot to the third
+    pair's stop, pair 4 on another 7.0 min (docs/published.md); the gaps between pairs of one
+    lease are seconds. An unfinished folder counts the pairs measured so far."""
+    got = designs.measurement_time(ROOT / "results" / "aa-interleaved-14b-h100")
+    assert got["pairs"] == 4 and abs(got["minutes"] - (19.4 + 7.0)) < 0.3, got
+    assert 5.5 < got["per_pair"][0] <= got["per_pair"][1] < 7.5
+    one = designs.measurement_time(ROOT / "results" / "aa-interleaved-14b-w15-h100")
+    assert one["pairs"] == 1 and one["per_pair"] == (one["minutes"],) * 2
