@@ -240,18 +240,17 @@ def windows(root: Path) -> list[dict]:
 
 def measurement_time(root: Path) -> dict:
     """The folder's measured pairs, each pair's minutes from its first session's boot to its
-    last session's stop (boot and stop receipts), and their sum."""
+    last session's stop (the boot receipts the other tables loaded, and the stop receipts),
+    and their sum."""
     plan = jsonio.read(root / layout.PLAN, "plan")
-    spans = []
-    for pair in range(1, measured_pairs(root, plan) + 1):
-        sids = [x["id"] for x in plan["protocol"]["sessions"] if x["pair"] == pair]
-        start = min(datetime.fromisoformat(
-            jsonio.read(root / layout.receipt(sid, "boot"), "boot")["started_at"])
-            for sid in sids)
-        stop = max(datetime.fromisoformat(
-            jsonio.read(root / layout.receipt(sid, "stop"), "stop")["stopped_at"])
-            for sid in sids)
-        spans.append((stop - start).total_seconds() / 60)
+    by_pair: dict[int, list[tuple[datetime, datetime]]] = {}
+    for (pair, _), s in sessions_of(root, plan).items():
+        stop = jsonio.read(root / layout.receipt(s["boot"]["session"], "stop"),
+                           "stop")["stopped_at"]
+        by_pair.setdefault(pair, []).append((datetime.fromisoformat(s["boot"]["started_at"]),
+                                             datetime.fromisoformat(stop)))
+    spans = [(max(b for _, b in t) - min(a for a, _ in t)).total_seconds() / 60
+             for t in by_pair.values()]
     return {"folder": root.name, "pairs": len(spans), "minutes": sum(spans),
             "per_pair": (min(spans), max(spans)) if spans else None}
 
