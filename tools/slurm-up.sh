@@ -43,8 +43,9 @@ CONF
 if [[ ! -f /etc/slurm/slurm.conf ]] || [[ "$(cat /etc/slurm/slurm.conf)" != "$conf" ]]; then
     printf '%s\n' "$conf" > /etc/slurm/slurm.conf
     for pidfile in /run/slurmctld.pid /run/slurmd.pid; do # by the id each recorded, not by name
-        pid=$(cat "$pidfile" 2>/dev/null) && [[ -n "$pid" ]] && kill "$pid" 2>/dev/null
-        for _ in $(seq 30); do kill -0 "${pid:-0}" 2>/dev/null || break; sleep 0.2; done
+        pid=$(cat "$pidfile" 2>/dev/null || true)
+        [[ "$pid" =~ ^[0-9]+$ ]] && kill "$pid" 2>/dev/null || continue # none, or gone already
+        for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     done
     rm -f /run/slurmctld.pid /run/slurmd.pid
 fi
