@@ -172,6 +172,14 @@ def window_deltas(before_text: str, after_text: str, window: str, requests: int,
         missing = [n for n in SPEC if total(after, n) is None]
         raise KneeError(f"{window}: speculation is on but {', '.join(missing)} missing from "
                         f"the after scrape ({files})")
+    return spec_deltas(out, before, after, files, knee_threshold, draft_ks)
+
+
+def spec_deltas(out: WindowDeltas, before: Samples, after: Samples, files: str,
+                knee_threshold: float, draft_ks: Sequence[int]) -> WindowDeltas:
+    """The spec-decode counters' deltas over a window whose generation-token delta was checked
+    (out), with acceptance and the ceiling it implies."""
+    window, requests = out["window"], out["requests"]
     # The generation-token delta above proves the scrapes bracket the traffic; drafts can then
     # truly be zero (an ngram drafter that found no match): said so in words, never a 0 rate.
     drafts = counter_delta(before, after, DRAFTS, window, 0, files)
