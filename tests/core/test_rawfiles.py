@@ -3,6 +3,7 @@
 that is not a regular one, or would expand past the limit, is refused before it is read."""
 
 import gzip
+import json
 import os
 import threading
 
@@ -12,6 +13,7 @@ from knee.core import jsonio, prompts, rawfiles
 from knee.core.errors import KneeError
 from knee.measure import client
 from knee.plan import config
+from tests.helpers import ROOT
 
 
 def test_a_gz_name_is_written_compressed_reproducibly_and_read_expanded(tmp_path):
@@ -98,3 +100,23 @@ def test_a_logit_scale_names_the_model_and_reaches_its_generator():
     cfg = {"model": {"generate": {"seed": 0, "layers": 2, "hidden": 64, "logit_scale": 3e5}}}
     assert config.model_ref(cfg)["name"] == "tiny-llama-s0-l2-h64-ls300000"
     assert config.model_args(cfg).endswith("--logit-scale 300000.0")
+
+
+def test_a_boot_receipt_keeps_each_sampling_record_on_one_line_and_reads_the_same(tmp_path):
+    published = ROOT / "results/ksched-interleaved-14b-h200/receipts/1-control-boot.json"
+    data = jsonio.read(published)
+    payload = {k: v for k, v in data.items() if k not in ("schema", "schema_version")}
+    out = tmp_path / "1-control-boot.json"
+    assert jsonio.write(out, "boot", payload) == data
+    text = out.read_text(encoding="utf-8")
+    assert jsonio.loads(text) == data
+    records = [r for c in data["sampling_check"] for r in c["records"]]
+    lines = text.splitlines()
+    assert len(records) == 32
+    assert sum(line.lstrip().startswith('{"in_top":') for line in lines) == len(records)
+    assert '  "argv": [' in lines and '  "session": "1-control",' in lines
+    assert len(text) < 0.6 * len(jsonio.dumps(data))
+    # every other kind keeps its indented form
+    stop = tmp_path / "stop.json"
+    stop.write_text(jsonio.dumps({"a": [{"b": [1]}]}), encoding="utf-8")
+    assert stop.read_text(encoding="utf-8") == json.dumps({"a": [{"b": [1]}]}, indent=2) + "\n"

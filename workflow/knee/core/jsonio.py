@@ -255,8 +255,29 @@ def loads(text: str) -> Any:
     return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
 
 
-def dumps(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
+def dumps(data: Any, flat_below: int | None = None) -> str:
+    """Indented JSON, keys sorted; with flat_below, each value at that depth on one line with
+    no spaces (a boot receipt's sampling records: about half its indented size)."""
+    if flat_below is None:
+        return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    return _nested(data, 0, flat_below) + "\n"
+
+
+def _nested(value: Any, depth: int, flat_below: int) -> str:
+    if depth >= flat_below or not isinstance(value, dict | list) or not value:
+        return json.dumps(value, sort_keys=True, allow_nan=False,
+                          separators=(",", ":") if depth >= flat_below else (", ", ": "))
+    pad, inner = "  " * depth, "  " * (depth + 1)
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(str(k))}: {_nested(v, depth + 1, flat_below)}"
+                 for k, v in sorted(value.items())]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    items = [inner + _nested(v, depth + 1, flat_below) for v in value]
+    return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+
+
+# kinds whose deep values are flattened: a boot receipt's sampling_check[i].records[j]
+FLAT_BELOW = {"boot": 4}
 
 
 def schema_version(kind: str) -> int:
@@ -269,7 +290,7 @@ def write(path: Path | str, kind: str, payload: Mapping[str, Any]) -> dict[str, 
     """Stamp payload with schema + schema_version, validate it, and write it atomically."""
     data = {"schema": f"knee/{kind}", "schema_version": schema_version(kind), **payload}
     check(kind, data, str(path))
-    write_text(path, dumps(data))
+    write_text(path, dumps(data, FLAT_BELOW.get(kind)))
     return data
 
 
