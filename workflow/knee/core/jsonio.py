@@ -265,8 +265,7 @@ def dumps(data: Any, flat_below: int | None = None) -> str:
 
 def _nested(value: Any, depth: int, flat_below: int) -> str:
     if depth >= flat_below or not isinstance(value, dict | list) or not value:
-        return json.dumps(value, sort_keys=True, allow_nan=False,
-                          separators=(",", ":") if depth >= flat_below else (", ", ": "))
+        return json.dumps(value, sort_keys=True, allow_nan=False, separators=(",", ":"))
     pad, inner = "  " * depth, "  " * (depth + 1)
     if isinstance(value, dict):
         items = [f"{inner}{json.dumps(str(k))}: {_nested(v, depth + 1, flat_below)}"
